@@ -1,0 +1,80 @@
+import "./polyfills.js";
+import { helpText, parseCommandLine, UsageError } from "./config.js";
+import { createLogger } from "./logger.js";
+import { createNode } from "./node.js";
+import { NODEX_VERSION } from "./version.js";
+
+/** Exit codes: 0 clean stop, 1 failure at run time, 2 bad usage. */
+async function main(): Promise<number> {
+  let command: ReturnType<typeof parseCommandLine>;
+  try {
+    command = parseCommandLine({
+      argv: process.argv.slice(2),
+      env: process.env,
+      isTTY: process.stderr.isTTY === true,
+    });
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`nodex: ${err.message} (see nodex --help)\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (command.kind === "help") {
+    process.stdout.write(helpText());
+    return 0;
+  }
+  if (command.kind === "version") {
+    process.stdout.write(`nodex ${NODEX_VERSION}\n`);
+    return 0;
+  }
+  const { config } = command;
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  const node = createNode(config, logger);
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      logger.warn("Second signal: exiting without a clean shutdown", { signal });
+      process.exit(1);
+    }
+    logger.info("Signal received", { signal });
+    node.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error("Shutdown failed", { err: String(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  try {
+    await node.start();
+  } catch (err) {
+    logger.error("Start-up failed", { err: describeStartError(err, config.rpc.host, config.rpc.port) });
+    await node.stop().catch(() => {});
+    return 1;
+  }
+  return -1;
+}
+
+function describeStartError(err: unknown, host: string, port: number): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "EADDRINUSE") return `cannot listen on ${host}:${port}: address already in use`;
+  if (code === "EACCES") return `cannot listen on ${host}:${port}: permission denied`;
+  if (code === "EADDRNOTAVAIL") return `cannot listen on ${host}:${port}: address not available`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    process.stderr.write(`nodex: unexpected error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

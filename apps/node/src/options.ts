@@ -1,0 +1,213 @@
+import { isNetworkName, LOG_LEVELS, MODULE_NAMES, NETWORK_NAMES } from "@nodex/types";
+
+/** How the text of one setting becomes its value; throws `Error` with the reason when it can't. */
+export type ValueParser = (text: string) => unknown;
+
+/** One setting of the node: its flag, environment variable and config-file key. */
+export interface OptionDef {
+  /** Key in the config file and in `NodeConfigInput`. */
+  readonly key: string;
+  readonly flag: string;
+  /** Flags that set this option to a fixed value (`--regtest` sets `network`). */
+  readonly aliases?: Readonly<Record<string, string>>;
+  readonly env: string;
+  /** Placeholder shown in help; absent for switches. */
+  readonly valueName?: string;
+  readonly description: string;
+  /** Default, as shown in help and docs. */
+  readonly defaultText: string;
+  /** Repeatable flag; env and file take a comma list / array. */
+  readonly list?: boolean;
+  readonly parse: ValueParser;
+}
+
+function integer(min: number, max: number, what: string): ValueParser {
+  return (text) => {
+    if (!/^\d+$/.test(text)) throw new Error(`${JSON.stringify(text)} is not ${what} (${min}-${max})`);
+    const n = Number(text);
+    if (n < min || n > max) throw new Error(`${text} is out of range for ${what} (${min}-${max})`);
+    return n;
+  };
+}
+
+function oneOf(values: readonly string[]): ValueParser {
+  return (text) => {
+    if (!values.includes(text)) {
+      throw new Error(`${JSON.stringify(text)} is not one of ${values.join(", ")}`);
+    }
+    return text;
+  };
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const API_KEY = /^[A-Za-z0-9_-]{8,128}$/;
+
+/** Every setting, in help order. `--help`, `docs/cli.md` and the parser all read this table. */
+export const OPTIONS: readonly OptionDef[] = [
+  {
+    key: "network",
+    flag: "--network",
+    aliases: { "--mainnet": "mainnet", "--testnet": "testnet", "--devnet": "devnet", "--regtest": "regtest" },
+    env: "NODEX_NETWORK",
+    valueName: "NAME",
+    description: `network to join: ${NETWORK_NAMES.join(", ")} (also --mainnet, --testnet, --devnet, --regtest)`,
+    defaultText: "mainnet",
+    parse: (text) => {
+      if (!isNetworkName(text)) throw new Error(`${JSON.stringify(text)} is not one of ${NETWORK_NAMES.join(", ")}`);
+      return text;
+    },
+  },
+  {
+    key: "datadir",
+    flag: "--datadir",
+    env: "NODEX_DATADIR",
+    valueName: "DIR",
+    description: "directory for the node's database and files",
+    defaultText: "~/.nodex/<network>",
+    parse: (text) => {
+      if (text.trim() === "") throw new Error("the directory is empty");
+      return text;
+    },
+  },
+  {
+    key: "rpcHost",
+    flag: "--rpc-host",
+    env: "NODEX_RPC_HOST",
+    valueName: "HOST",
+    description: "address the JSON-RPC server binds to",
+    defaultText: "127.0.0.1",
+    parse: (text) => {
+      if (!/^[A-Za-z0-9.:[\]-]+$/.test(text)) throw new Error(`${JSON.stringify(text)} is not a host name or address`);
+      return text;
+    },
+  },
+  {
+    key: "rpcPort",
+    flag: "--rpc-port",
+    env: "NODEX_RPC_PORT",
+    valueName: "PORT",
+    description: "port of the JSON-RPC server (0 picks a free port)",
+    defaultText: "4444",
+    parse: integer(0, 65535, "a port number"),
+  },
+  {
+    key: "rpcModules",
+    flag: "--rpc-modules",
+    env: "NODEX_RPC_MODULES",
+    valueName: "LIST",
+    description: `JSON-RPC modules to serve, comma-separated: ${MODULE_NAMES.join(", ")}`,
+    defaultText: "eth,net,web3,rpc,txpool,nodex (+ evm,personal,mnr on regtest and devnet)",
+    list: true,
+    parse: oneOf(MODULE_NAMES),
+  },
+  {
+    key: "apiKeys",
+    flag: "--api-key",
+    env: "NODEX_API_KEYS",
+    valueName: "KEY",
+    description:
+      "API key accepted as the last path segment (repeatable); any key turns on hosted mode",
+    defaultText: "none (local mode)",
+    list: true,
+    parse: (text) => {
+      if (!API_KEY.test(text)) throw new Error("an API key is 8-128 characters of A-Z, a-z, 0-9, _ and -");
+      return text;
+    },
+  },
+  {
+    key: "rpcCorsOrigins",
+    flag: "--rpc-cors",
+    env: "NODEX_RPC_CORS",
+    valueName: "ORIGINS",
+    description: "origins allowed by CORS, comma-separated, or * for any",
+    defaultText: "* on regtest and devnet, none elsewhere",
+    list: true,
+    parse: (text) => {
+      if (text !== "*" && !/^https?:\/\/[^\s/]+$/.test(text)) {
+        throw new Error(`${JSON.stringify(text)} is not an origin such as http://localhost:3000, or *`);
+      }
+      return text;
+    },
+  },
+  {
+    key: "rpcMaxBodyBytes",
+    flag: "--rpc-max-body-bytes",
+    env: "NODEX_RPC_MAX_BODY_BYTES",
+    valueName: "N",
+    description: "largest request body accepted, in bytes (413 above)",
+    defaultText: "5242880",
+    parse: integer(1024, 1 << 30, "a size in bytes"),
+  },
+  {
+    key: "rpcMaxBatchSize",
+    flag: "--rpc-max-batch-size",
+    env: "NODEX_RPC_MAX_BATCH_SIZE",
+    valueName: "N",
+    description: "most requests in one batch",
+    defaultText: "1000",
+    parse: integer(1, 100_000, "a batch size"),
+  },
+  {
+    key: "rpcMaxResponseBytes",
+    flag: "--rpc-max-response-bytes",
+    env: "NODEX_RPC_MAX_RESPONSE_BYTES",
+    valueName: "N",
+    description: "largest response, summed over a batch, in bytes (-32011 above)",
+    defaultText: "10485760",
+    parse: integer(1024, 1 << 30, "a size in bytes"),
+  },
+  {
+    key: "rpcTimeoutMs",
+    flag: "--rpc-timeout-ms",
+    env: "NODEX_RPC_TIMEOUT_MS",
+    valueName: "MS",
+    description: "time limit of one request in milliseconds, 0 for none",
+    defaultText: "0 in local mode, 5000 in hosted mode",
+    parse: integer(0, 3_600_000, "a time in milliseconds"),
+  },
+  {
+    key: "coinbase",
+    flag: "--coinbase",
+    env: "NODEX_COINBASE",
+    valueName: "ADDRESS",
+    description: "address that receives mining rewards and fees",
+    defaultText: "the first development account on regtest and devnet, else the zero address",
+    parse: (text) => {
+      if (!ADDRESS.test(text)) throw new Error(`${JSON.stringify(text)} is not a 20-byte 0x-prefixed hex address`);
+      return text.toLowerCase();
+    },
+  },
+  {
+    key: "logLevel",
+    flag: "--log-level",
+    env: "NODEX_LOG_LEVEL",
+    valueName: "LEVEL",
+    description: `least severe log level written: ${LOG_LEVELS.join(", ")}`,
+    defaultText: "info",
+    parse: oneOf(LOG_LEVELS),
+  },
+  {
+    key: "logFormat",
+    flag: "--log-format",
+    env: "NODEX_LOG_FORMAT",
+    valueName: "FORMAT",
+    description: "log line format: json or pretty",
+    defaultText: "pretty on a terminal, json otherwise",
+    parse: oneOf(["json", "pretty"]),
+  },
+  {
+    key: "config",
+    flag: "--config",
+    env: "NODEX_CONFIG",
+    valueName: "FILE",
+    description: "JSON file with settings, keyed as in the Config key column",
+    defaultText: "none",
+    parse: (text) => {
+      if (text.trim() === "") throw new Error("the file name is empty");
+      return text;
+    },
+  },
+];
+
+/** Flags that act at once instead of setting something. */
+export const COMMAND_FLAGS = { "--help": "print this help and exit", "--version": "print the version and exit" } as const;

@@ -1,0 +1,150 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The installed CLI entry: e2e tests run the built `nodex`, as users do. */
+export const NODEX_BIN = fileURLToPath(new URL("../../../bin/nodex.js", import.meta.url));
+
+export interface StartOptions {
+  /** Arguments after the defaults (`--regtest --datadir <tmp> --rpc-port 0 --log-format json`). */
+  readonly args?: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
+  /** Replace the default network flag. */
+  readonly network?: string;
+}
+
+export interface RunningNode {
+  readonly url: string;
+  readonly port: number;
+  readonly datadir: string;
+  readonly process: ChildProcess;
+  /** Everything the node logged so far. */
+  logs(): string;
+  /** SIGTERM, wait for exit, remove the datadir; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts the real `nodex` on a free port with a temp datadir; resolves once it listens. */
+export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
+  const datadir = mkdtempSync(join(tmpdir(), "nodex-e2e-"));
+  const child = spawn(
+    process.execPath,
+    [
+      NODEX_BIN,
+      opts.network ?? "--regtest",
+      "--datadir",
+      datadir,
+      "--rpc-port",
+      "0",
+      "--log-format",
+      "json",
+      ...(opts.args ?? []),
+    ],
+    { env: { ...cleanEnv(), ...opts.env }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let logs = "";
+  child.stderr.setEncoding("utf8");
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (d: string) => {
+    logs += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`nodex did not start:\n${logs}`)), 20_000);
+    child.stderr.on("data", (d: string) => {
+      logs += d;
+      const m = /"msg":"JSON-RPC server listening","url":"([^"]+)"/.exec(logs);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`nodex exited with ${code} before listening:\n${logs}`));
+    });
+  });
+  let stopped: Promise<number | null> | undefined;
+  return {
+    url,
+    port: Number(new URL(url).port),
+    datadir,
+    process: child,
+    logs: () => logs,
+    stop() {
+      stopped ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+        const code = await exited;
+        rmSync(datadir, { recursive: true, force: true });
+        return code;
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** The environment without NODEX_* settings of whoever runs the tests. */
+export function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !k.startsWith("NODEX_")) env[k] = v;
+  }
+  return env;
+}
+
+export interface RawResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  /** Parsed body, or `undefined` when the body is empty. */
+  readonly json: unknown;
+}
+
+/** Sends a raw HTTP request; `body` strings are sent as they are. */
+export async function send(
+  url: string,
+  body: unknown,
+  init: { method?: string; headers?: Record<string, string>; path?: string } = {},
+): Promise<RawResponse> {
+  const target = init.path === undefined ? url : new URL(init.path, url).toString();
+  const method = init.method ?? "POST";
+  const res = await fetch(target, {
+    method,
+    headers: { "content-type": "application/json", ...init.headers },
+    ...(method === "GET" || method === "HEAD" || body === undefined
+      ? {}
+      : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: text === "" ? undefined : JSON.parse(text) };
+}
+
+/** One JSON-RPC call; returns the parsed response object. */
+export async function call(url: string, method: string, params: unknown[] = [], id: unknown = 1) {
+  const res = await send(url, { jsonrpc: "2.0", id, method, params });
+  return res.json as { jsonrpc: string; id: unknown; result?: unknown; error?: { code: number; message: string } };
+}
+
+/** Runs the CLI to completion (for --help, usage errors); resolves with code and output. */
+export function runCli(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [NODEX_BIN, ...args], {
+      env: { ...cleanEnv(), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,100 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { type NodeConfig, parseCommandLine, UsageError } from "../../src/index.js";
+
+const tmp = mkdtempSync(join(tmpdir(), "nodex-config-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function config(argv: string[], env: Record<string, string> = {}): NodeConfig {
+  const command = parseCommandLine({ argv, env, isTTY: false, home: "/home/op", cwd: "/srv" });
+  if (command.kind !== "run") throw new Error(`expected a run command, got ${command.kind}`);
+  return command.config;
+}
+
+describe("parseCommandLine", () => {
+  it("defaults to mainnet with its preset", () => {
+    const c = config([]);
+    expect(c.network.name).toBe("mainnet");
+    expect(c.datadir).toBe("/home/op/.nodex/mainnet");
+    expect(c.rpc.host).toBe("127.0.0.1");
+    expect(c.rpc.port).toBe(4444);
+    expect(c.rpc.modules).toEqual(["eth", "net", "web3", "rpc", "txpool", "nodex"]);
+    expect(c.rpc.corsOrigins).toEqual([]);
+    expect(c.logFormat).toBe("json");
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.rpc)).toBe(true);
+  });
+
+  it("applies the regtest preset", () => {
+    const c = config(["--regtest"]);
+    expect(c.network.chainId).toBe(33);
+    expect(c.datadir).toBe("/home/op/.nodex/regtest");
+    expect(c.rpc.modules).toEqual(expect.arrayContaining(["evm", "personal", "mnr"]));
+    expect(c.rpc.corsOrigins).toEqual(["*"]);
+  });
+
+  it("accepts --flag value and --flag=value, and resolves paths", () => {
+    const c = config(["--network=devnet", "--datadir", "data", "--rpc-port=0"]);
+    expect(c.network.name).toBe("devnet");
+    expect(c.datadir).toBe("/srv/data");
+    expect(c.rpc.port).toBe(0);
+    expect(config(["--datadir", "~/x"]).datadir).toBe("/home/op/x");
+  });
+
+  it("collects repeated and comma-separated list values without duplicates", () => {
+    const c = config(["--api-key", "aaaaaaaa,bbbbbbbb", "--api-key", "cccccccc", "--api-key", "aaaaaaaa"]);
+    expect(c.rpc.apiKeys).toEqual(["aaaaaaaa", "bbbbbbbb", "cccccccc"]);
+  });
+
+  it("lets a flag beat the environment, and the environment beat the file", () => {
+    const file = join(tmp, "c.json");
+    writeFileSync(file, JSON.stringify({ rpcPort: 1111, rpcHost: "0.0.0.0", logLevel: "debug", apiKeys: ["filekey1"] }));
+    const c = config(["--config", file, "--rpc-port", "3333"], { NODEX_RPC_PORT: "2222", NODEX_RPC_HOST: "::1" });
+    expect(c.rpc.port).toBe(3333);
+    expect(c.rpc.host).toBe("::1");
+    expect(c.logLevel).toBe("debug");
+    expect(c.rpc.apiKeys).toEqual(["filekey1"]);
+    expect(c.sources).toEqual({ rpcPort: "flag", rpcHost: "env", logLevel: "file", apiKeys: "file", config: "flag" });
+  });
+
+  it("reads the config file named by NODEX_CONFIG", () => {
+    const file = join(tmp, "env.json");
+    writeFileSync(file, JSON.stringify({ network: "testnet" }));
+    expect(config([], { NODEX_CONFIG: file }).network.name).toBe("testnet");
+  });
+
+  it("ignores empty environment variables", () => {
+    expect(config([], { NODEX_RPC_PORT: "" }).rpc.port).toBe(4444);
+  });
+
+  it.each([
+    [["--rpc-port", "-1"], 'invalid value for --rpc-port: "-1" is not a port number (0-65535)'],
+    [["--coinbase", "0x12"], 'invalid value for --coinbase: "0x12" is not a 20-byte 0x-prefixed hex address'],
+    [["--rpc-cors", "example.com"], 'invalid value for --rpc-cors: "example.com" is not an origin such as http://localhost:3000, or *'],
+    [["--regtest=yes"], "option --regtest takes no value"],
+    [["--testnet", "--network", "regtest"], "conflicting network options: --testnet and --network regtest"],
+    [["--rpc-max-batch-size", "0"], "invalid value for --rpc-max-batch-size: 0 is out of range for a batch size (1-100000)"],
+  ])("rejects %j", (argv, message) => {
+    expect(() => config(argv)).toThrow(new UsageError(message));
+  });
+
+  it("accepts the same network twice", () => {
+    expect(config(["--regtest", "--network", "regtest"]).network.name).toBe("regtest");
+  });
+
+  it("rejects a config file value of the wrong type", () => {
+    const file = join(tmp, "t.json");
+    writeFileSync(file, JSON.stringify({ rpcPort: true }));
+    expect(() => config(["--config", file])).toThrow(`invalid value for rpcPort in ${file}: expected a string or a number`);
+    writeFileSync(file, "[1]");
+    expect(() => config(["--config", file])).toThrow(`config file ${file} must hold a JSON object`);
+    expect(() => config(["--config", join(tmp, "missing.json")])).toThrow("file not found");
+  });
+
+  it("answers --help and --version before anything else", () => {
+    expect(parseCommandLine({ argv: ["--bogus", "--help"], env: {}, isTTY: false }).kind).toBe("help");
+    expect(parseCommandLine({ argv: ["--version"], env: {}, isTTY: false }).kind).toBe("version");
+  });
+});

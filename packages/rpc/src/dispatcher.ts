@@ -1,0 +1,195 @@
+import type { Logger } from "@nodex/types";
+import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
+import { decodeParams } from "./params.js";
+import type { MethodRegistry } from "./registry.js";
+import type { CallContext, RPCServices } from "./services.js";
+
+export type RequestId = string | number | null;
+
+export interface DispatcherOptions {
+  readonly maxBatchSize: number;
+  readonly maxResponseBytes: number;
+  /** Time limit of one dispatch in milliseconds; 0 means none. */
+  readonly timeoutMs: number;
+}
+
+export interface DispatcherDeps {
+  readonly registry: MethodRegistry;
+  readonly services: RPCServices;
+  readonly logger: Logger;
+}
+
+interface ValidCall {
+  readonly id: RequestId;
+  readonly notification: boolean;
+  readonly method: string;
+  readonly params: readonly unknown[];
+}
+
+const EMPTY_PARAMS: readonly unknown[] = Object.freeze([]);
+
+/** Serialized responses: `undefined` means nothing is sent back (notifications only). */
+export type DispatchOutput = string | undefined;
+
+/**
+ * The JSON-RPC 2.0 envelope: parses a body, validates each request, runs the methods and
+ * serializes the responses. Knows nothing of HTTP.
+ */
+export class Dispatcher {
+  readonly #opts: DispatcherOptions;
+  readonly #deps: DispatcherDeps;
+  readonly #log: Logger;
+
+  constructor(opts: DispatcherOptions, deps: DispatcherDeps) {
+    this.#opts = opts;
+    this.#deps = deps;
+    this.#log = deps.logger;
+  }
+
+  async dispatch(body: string, ctx: CallContext): Promise<DispatchOutput> {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return errorResponse(null, new RPCError(RPCErrorCode.PARSE_ERROR, "parse error: body is not valid JSON"));
+    }
+    const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
+    if (!Array.isArray(parsed)) {
+      const out = await this.#handleOne(parsed, ctx, deadline);
+      if (out !== undefined && out.length > this.#opts.maxResponseBytes && byteLength(out) > this.#opts.maxResponseBytes) {
+        return errorResponse(idOf(parsed), this.#responseTooLarge());
+      }
+      return out;
+    }
+    if (parsed.length === 0) {
+      return errorResponse(null, new RPCError(RPCErrorCode.INVALID_REQUEST, "invalid request: empty batch"));
+    }
+    if (parsed.length > this.#opts.maxBatchSize) {
+      return errorResponse(
+        null,
+        new RPCError(
+          RPCErrorCode.INVALID_REQUEST,
+          `invalid request: batch of ${parsed.length} requests exceeds the limit of ${this.#opts.maxBatchSize}`,
+        ),
+      );
+    }
+    const outs = await Promise.all(parsed.map((req) => this.#handleOne(req, ctx, deadline)));
+    const parts: string[] = [];
+    let size = 2;
+    for (let i = 0; i < outs.length; i++) {
+      let out = outs[i];
+      if (out === undefined) continue;
+      size += byteLength(out) + 1;
+      if (size > this.#opts.maxResponseBytes) {
+        out = errorResponse(idOf(parsed[i]), this.#responseTooLarge());
+      }
+      parts.push(out);
+    }
+    return parts.length === 0 ? undefined : `[${parts.join(",")}]`;
+  }
+
+  async #handleOne(req: unknown, ctx: CallContext, deadline: number): Promise<DispatchOutput> {
+    const call = validateRequest(req);
+    if (call instanceof RPCError) return errorResponse(idOf(req), call);
+    const result = await this.#call(call, ctx, deadline);
+    if (call.notification) return undefined;
+    return result instanceof RPCError ? errorResponse(call.id, result) : result;
+  }
+
+  /** Runs one call; returns the serialized success response, or the error to answer. */
+  async #call(call: ValidCall, ctx: CallContext, deadline: number): Promise<string | RPCError> {
+    const found = this.#deps.registry.lookup(call.method);
+    if (found instanceof RPCError) return found;
+    try {
+      const decoded = decodeParams(found.spec.params, call.params);
+      if (decoded.error !== undefined) {
+        return new RPCError(RPCErrorCode.INVALID_PARAMS, decoded.error);
+      }
+      let value = found.spec.handler(this.#deps.services, decoded.value, ctx);
+      if (value instanceof Promise) value = await withDeadline(value, deadline, call.method);
+      const result = found.spec.result(value);
+      return `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${JSON.stringify(result)}}`;
+    } catch (err) {
+      if (isUnexpectedError(err)) {
+        this.#log.error("RPC method failed", { method: call.method, err: describe(err) });
+      }
+      return toRPCError(err);
+    }
+  }
+
+  #responseTooLarge(): RPCError {
+    return new RPCError(
+      RPCErrorCode.LIMIT_EXCEEDED,
+      `response size limit of ${this.#opts.maxResponseBytes} bytes exceeded`,
+    );
+  }
+}
+
+function validateRequest(req: unknown): ValidCall | RPCError {
+  if (typeof req !== "object" || req === null || Array.isArray(req)) {
+    return invalid("expected a request object");
+  }
+  const obj = req as Record<string, unknown>;
+  const hasId = "id" in obj;
+  const id = obj.id;
+  if (hasId && id !== null && typeof id !== "string" && typeof id !== "number") {
+    return invalid("id must be a string, a number or null");
+  }
+  if (obj.jsonrpc !== "2.0") return invalid('jsonrpc must be "2.0"');
+  if (typeof obj.method !== "string") return invalid("method must be a string");
+  const params = obj.params;
+  if (params !== undefined && !Array.isArray(params)) return invalid("params must be an array");
+  return {
+    id: hasId ? (id as RequestId) : null,
+    notification: !hasId,
+    method: obj.method,
+    params: params ?? EMPTY_PARAMS,
+  };
+}
+
+function invalid(why: string): RPCError {
+  return new RPCError(RPCErrorCode.INVALID_REQUEST, `invalid request: ${why}`);
+}
+
+/** The id to echo for a request, `null` when it has none or an invalid one. */
+function idOf(req: unknown): RequestId {
+  if (typeof req !== "object" || req === null) return null;
+  const id = (req as Record<string, unknown>).id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+export function errorResponse(id: RequestId, err: RPCError): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":${JSON.stringify(err)}}`;
+}
+
+function byteLength(s: string): number {
+  return Buffer.byteLength(s, "utf8");
+}
+
+function withDeadline<T>(promise: Promise<T>, deadline: number, method: string): Promise<T> {
+  if (deadline === 0) return promise;
+  const remaining = deadline - Date.now();
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new RPCError(RPCErrorCode.LIMIT_EXCEEDED, `request timed out: ${method} ran over the time limit`),
+        ),
+      Math.max(0, remaining),
+    );
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}

@@ -1,0 +1,71 @@
+import { CodecErrorCode, NodexError } from "@nodex/types";
+
+/**
+ * JSON-RPC error codes. The standard ones (-32700 … -32603) and the reference node's
+ * application codes, which clients and docs of the chain already know.
+ */
+export const RPCErrorCode = {
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
+  FILTER_NOT_FOUND: -32000,
+  TRANSACTION_REJECTED: -32010,
+  LIMIT_EXCEEDED: -32011,
+  LOGS_LIMIT: -32012,
+  REVERTED: -32015,
+  MINING_SUBMISSION_FAILED: -33000,
+} as const;
+export type RPCErrorCode = (typeof RPCErrorCode)[keyof typeof RPCErrorCode];
+
+/** An error that is answered to the client as the `error` member of a response. */
+export class RPCError extends Error {
+  readonly code: number;
+  readonly data: string | undefined;
+
+  constructor(code: number, message: string, data?: string) {
+    super(message);
+    this.name = "RPCError";
+    this.code = code;
+    this.data = data;
+  }
+
+  toJSON(): { code: number; message: string; data?: string } {
+    return this.data === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+/** Domain error codes (from any package) and the JSON-RPC code each one is answered with. */
+const domainCodes: Readonly<Record<string, number>> = {
+  [CodecErrorCode.INVALID_ARGUMENT]: RPCErrorCode.INVALID_PARAMS,
+};
+
+/**
+ * Maps anything a handler threw to the error the client sees. Domain errors keep their
+ * message; anything unknown becomes -32603 `internal error`, with no stack or path in it.
+ */
+export function toRPCError(err: unknown): RPCError {
+  if (err instanceof RPCError) return err;
+  if (err instanceof NodexError) {
+    const code = domainCodes[err.code];
+    if (code !== undefined) return new RPCError(code, err.message);
+  }
+  return new RPCError(RPCErrorCode.INTERNAL_ERROR, "internal error");
+}
+
+/** True when `toRPCError` would hide the error's details (the caller should log it). */
+export function isUnexpectedError(err: unknown): boolean {
+  if (err instanceof RPCError) return false;
+  return !(err instanceof NodexError && domainCodes[err.code] !== undefined);
+}
+
+export function invalidParams(message: string): RPCError {
+  return new RPCError(RPCErrorCode.INVALID_PARAMS, message);
+}
+
+export function invalidRequest(message: string): RPCError {
+  return new RPCError(RPCErrorCode.INVALID_REQUEST, message);
+}

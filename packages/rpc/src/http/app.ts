@@ -1,0 +1,161 @@
+import { createHash } from "node:crypto";
+import type { Dispatcher, RequestId } from "../dispatcher.js";
+import { errorResponse } from "../dispatcher.js";
+import { RPCError, RPCErrorCode } from "../errors.js";
+
+/** What the transport read from the request line and headers. */
+export interface HttpRequestHead {
+  readonly method: string;
+  /** Path and query, as sent. */
+  readonly url: string;
+  readonly contentType: string | undefined;
+  readonly origin: string | undefined;
+  readonly contentLength: number | undefined;
+  /** `Access-Control-Request-Headers`, for CORS preflight. */
+  readonly requestHeaders: string | undefined;
+}
+
+export interface HttpReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Empty string: no body. */
+  readonly body: string;
+}
+
+export interface HttpAppOptions {
+  readonly apiKeys: readonly string[];
+  readonly corsOrigins: readonly string[];
+  readonly maxBodyBytes: number;
+}
+
+export interface HealthReport {
+  readonly status: "ok";
+  readonly [key: string]: unknown;
+}
+
+export interface HttpAppDeps {
+  readonly dispatcher: Dispatcher;
+  readonly health: () => HealthReport;
+}
+
+const JSON_TYPES = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
+const ALLOWED_METHODS = "POST, OPTIONS";
+
+/**
+ * The HTTP rules of the service, independent of the HTTP library: methods, paths, API keys,
+ * content types, body limits and CORS. A transport feeds it request heads and bodies.
+ */
+export class HttpApp {
+  readonly maxBodyBytes: number;
+  readonly hosted: boolean;
+  readonly #keyDigests: ReadonlySet<string>;
+  readonly #corsAny: boolean;
+  readonly #corsOrigins: ReadonlySet<string>;
+  readonly #deps: HttpAppDeps;
+  readonly #localCtx = { hosted: false } as const;
+  readonly #hostedCtx = { hosted: true } as const;
+
+  constructor(opts: HttpAppOptions, deps: HttpAppDeps) {
+    this.maxBodyBytes = opts.maxBodyBytes;
+    this.hosted = opts.apiKeys.length > 0;
+    this.#keyDigests = new Set(opts.apiKeys.map(digest));
+    this.#corsAny = opts.corsOrigins.includes("*");
+    this.#corsOrigins = new Set(opts.corsOrigins);
+    this.#deps = deps;
+  }
+
+  /** Answers what can be answered from the head alone; `undefined` means: read the body. */
+  head(req: HttpRequestHead): HttpReply | undefined {
+    const path = pathOf(req.url);
+    if (req.method === "GET" && path === "/health") {
+      return this.#json(req, 200, JSON.stringify(this.#deps.health()));
+    }
+    if (req.method === "OPTIONS") return this.#preflight(req);
+    if (req.method !== "POST") {
+      return this.#error(req, 405, `method ${req.method} is not allowed: send JSON-RPC requests with POST`, {
+        allow: ALLOWED_METHODS,
+      });
+    }
+    if (this.hosted && !this.#keyDigests.has(digest(lastSegment(path)))) {
+      return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
+    }
+    const type = req.contentType?.split(";", 1)[0]?.trim().toLowerCase();
+    if (type === undefined || !JSON_TYPES.has(type)) {
+      return this.#error(
+        req,
+        415,
+        `unsupported content type ${JSON.stringify(req.contentType ?? "")}: send application/json`,
+      );
+    }
+    if (req.contentLength !== undefined && req.contentLength > this.maxBodyBytes) {
+      return this.tooLarge(req);
+    }
+    return undefined;
+  }
+
+  /** The reply to a body over the limit; the transport closes the connection after it. */
+  tooLarge(req: HttpRequestHead): HttpReply {
+    return this.#error(req, 413, `request body too large: the limit is ${this.maxBodyBytes} bytes`, {
+      connection: "close",
+    });
+  }
+
+  async body(req: HttpRequestHead, body: string): Promise<HttpReply> {
+    const out = await this.#deps.dispatcher.dispatch(body, this.hosted ? this.#hostedCtx : this.#localCtx);
+    return this.#json(req, 200, out ?? "");
+  }
+
+  #preflight(req: HttpRequestHead): HttpReply {
+    const headers: Record<string, string> = { allow: ALLOWED_METHODS };
+    const origin = this.#allowedOrigin(req.origin);
+    if (origin !== undefined) {
+      headers["access-control-allow-origin"] = origin;
+      headers["access-control-allow-methods"] = ALLOWED_METHODS;
+      headers["access-control-allow-headers"] = req.requestHeaders ?? "content-type";
+      headers["access-control-max-age"] = "600";
+      if (origin !== "*") headers.vary = "Origin";
+    }
+    return { status: 204, headers, body: "" };
+  }
+
+  #allowedOrigin(origin: string | undefined): string | undefined {
+    if (origin === undefined) return undefined;
+    if (this.#corsAny) return "*";
+    return this.#corsOrigins.has(origin) ? origin : undefined;
+  }
+
+  #json(req: HttpRequestHead, status: number, body: string, extra?: Record<string, string>): HttpReply {
+    const headers: Record<string, string> = { "content-type": "application/json", ...extra };
+    const origin = this.#allowedOrigin(req.origin);
+    if (origin !== undefined) {
+      headers["access-control-allow-origin"] = origin;
+      if (origin !== "*") headers.vary = "Origin";
+    }
+    return { status, headers, body };
+  }
+
+  #error(req: HttpRequestHead, status: number, message: string, extra?: Record<string, string>): HttpReply {
+    const id: RequestId = null;
+    return this.#json(req, status, errorResponse(id, new RPCError(RPCErrorCode.INVALID_REQUEST, message)), extra);
+  }
+}
+
+function pathOf(url: string): string {
+  const q = url.indexOf("?");
+  return q === -1 ? url : url.slice(0, q);
+}
+
+function lastSegment(path: string): string {
+  const trimmed = path.endsWith("/") ? path.slice(0, -1) : path;
+  const segment = trimmed.slice(trimmed.lastIndexOf("/") + 1);
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/** Keys are compared by digest, so lookup time does not depend on how much of a key matched. */
+function digest(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}

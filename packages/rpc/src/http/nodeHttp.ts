@@ -1,0 +1,90 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
+import type { HttpTransport } from "./transport.js";
+
+/** The HTTP layer on Node's own `node:http`. */
+export function createNodeHttpTransport(app: HttpApp): HttpTransport {
+  const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+    serve(app, req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+      else res.destroy();
+    });
+  });
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          const addr = server.address() as AddressInfo;
+          resolve({ host: addr.address, port: addr.port });
+        });
+      });
+    },
+    close() {
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const lengthHeader = req.headers["content-length"];
+  const head: HttpRequestHead = {
+    method: req.method ?? "GET",
+    url: req.url ?? "/",
+    contentType: req.headers["content-type"],
+    origin: req.headers.origin,
+    contentLength: lengthHeader === undefined ? undefined : Number(lengthHeader),
+    requestHeaders: header(req.headers["access-control-request-headers"]),
+  };
+  const early = app.head(head);
+  if (early !== undefined) {
+    send(res, early);
+    if (early.headers.connection === "close") req.destroy();
+    else req.resume();
+    return;
+  }
+  const body = await readBody(req, app.maxBodyBytes);
+  if (body === undefined) {
+    send(res, app.tooLarge(head));
+    res.on("finish", () => req.destroy());
+    return;
+  }
+  send(res, await app.body(head, body));
+}
+
+/** Reads the whole body as UTF-8; `undefined` when it grows past `limit` bytes. */
+function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        req.pause();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => {
+      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+    });
+    req.once("error", reject);
+  });
+}
+
+function send(res: ServerResponse, reply: HttpReply): void {
+  res.writeHead(reply.status, reply.headers);
+  res.end(reply.body);
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(", ") : value;
+}

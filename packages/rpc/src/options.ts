@@ -1,0 +1,39 @@
+import type { ModuleName } from "@nodex/types";
+
+/** Settings of the JSON-RPC service. Plain values; `apps/node` builds them from its config. */
+export interface RPCOptions {
+  readonly host: string;
+  readonly port: number;
+  /** Modules to serve. */
+  readonly modules: readonly ModuleName[];
+  /** API keys; none means local mode (the request path is ignored). */
+  readonly apiKeys: readonly string[];
+  /** Origins allowed by CORS: `*`, a list of origins, or none (no CORS headers). */
+  readonly corsOrigins: readonly string[];
+  /** Largest accepted request body, in bytes (413 above). */
+  readonly maxBodyBytes: number;
+  /** Largest accepted batch, in requests. */
+  readonly maxBatchSize: number;
+  /** Largest response, in bytes, summed over a batch (-32011 above). */
+  readonly maxResponseBytes: number;
+  /** Time limit of one HTTP request in milliseconds; 0 means none. */
+  readonly timeoutMs: number;
+}
+
+/** Modules that hosted mode (API keys configured) always turns off. */
+export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm"];
+
+export const defaultRPCOptions: RPCOptions = {
+  host: "127.0.0.1",
+  port: 4444,
+  modules: ["eth", "net", "web3", "rpc", "txpool", "nodex"],
+  apiKeys: [],
+  corsOrigins: [],
+  maxBodyBytes: 5 * 1024 * 1024,
+  maxBatchSize: 1000,
+  maxResponseBytes: 10 * 1024 * 1024,
+  timeoutMs: 0,
+};
+
+/** The time limit hosted mode applies when none is configured. */
+export const HOSTED_DEFAULT_TIMEOUT_MS = 5000;

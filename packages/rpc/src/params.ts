@@ -1,0 +1,94 @@
+import {
+  type Address,
+  type BlockSelector,
+  CodecError,
+  type Hash32,
+  parseAddress,
+  parseBlockNumberOrTag,
+  parseBlockSelector,
+  parseData,
+  parseHash,
+  parseQuantity,
+} from "@nodex/types";
+
+/** One positional parameter: how to decode it, and whether it may be left out. */
+export interface ParamSpec<T> {
+  readonly name: string;
+  /** Decodes the raw JSON value; throws a `CodecError` naming `arg` when it is malformed. */
+  readonly parse: (value: unknown, arg: number) => T;
+  readonly optional: boolean;
+  /** Used when an optional parameter is absent or `null`. */
+  readonly defaultValue: T | undefined;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a list of specs of unrelated value types
+export type AnyParamSpec = ParamSpec<any>;
+
+/** The decoded argument tuple of a list of parameter specs. */
+export type ParamValues<P extends readonly AnyParamSpec[]> = {
+  -readonly [K in keyof P]: P[K] extends ParamSpec<infer T> ? T : never;
+};
+
+function required<T>(name: string, parse: (value: unknown, arg: number) => T): ParamSpec<T> {
+  return { name, parse, optional: false, defaultValue: undefined };
+}
+
+function parseBoolean(value: unknown, arg: number): boolean {
+  if (typeof value !== "boolean") throw new CodecError(arg, `expected a boolean, got ${jsonType(value)}`);
+  return value;
+}
+
+function parseString(value: unknown, arg: number): string {
+  if (typeof value !== "string") throw new CodecError(arg, `expected a string, got ${jsonType(value)}`);
+  return value;
+}
+
+export function jsonType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+/** Parameter specs built on the codecs of `@nodex/types`. */
+export const p = {
+  quantity: required<bigint>("quantity", (v, arg) => parseQuantity(v, arg)),
+  data: required<Uint8Array>("data", (v, arg) => parseData(v, arg)),
+  address: required<Address>("address", parseAddress),
+  hash: required<Hash32>("hash", parseHash),
+  boolean: required<boolean>("boolean", parseBoolean),
+  string: required<string>("string", parseString),
+  blockSelector: required<BlockSelector>("block", parseBlockSelector),
+  blockNumberOrTag: required<BlockSelector>("block", parseBlockNumberOrTag),
+
+  /** Makes a parameter optional; absent or `null` decodes to `defaultValue`. */
+  optional<T>(spec: ParamSpec<T>, defaultValue: T): ParamSpec<T> {
+    return { ...spec, optional: true, defaultValue };
+  },
+} as const;
+
+/**
+ * Decodes positional parameters against their specs. Errors use the wording geth users
+ * know: `missing value for required argument 1`, `too many arguments, want at most 2`.
+ */
+export function decodeParams(
+  specs: readonly AnyParamSpec[],
+  params: readonly unknown[],
+): CodecErrorOr<unknown[]> {
+  if (params.length > specs.length) {
+    return { error: `too many arguments, want at most ${specs.length}` };
+  }
+  const out = new Array<unknown>(specs.length);
+  for (let i = 0; i < specs.length; i++) {
+    const spec = specs[i]!;
+    const raw = i < params.length ? params[i] : undefined;
+    if (raw === undefined || (raw === null && spec.optional)) {
+      if (!spec.optional) return { error: `missing value for required argument ${i}` };
+      out[i] = spec.defaultValue;
+      continue;
+    }
+    out[i] = spec.parse(raw, i);
+  }
+  return { value: out };
+}
+
+export type CodecErrorOr<T> = { value: T; error?: undefined } | { error: string; value?: undefined };

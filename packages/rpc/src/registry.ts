@@ -1,0 +1,124 @@
+import type { ModuleName } from "@nodex/types";
+import { RPCError, RPCErrorCode } from "./errors.js";
+import type { AnyParamSpec, ParamValues } from "./params.js";
+import type { ResultEncoder } from "./results.js";
+import type { CallContext, RPCServices } from "./services.js";
+
+/** One JSON-RPC method: its parameters, its result encoder and its handler. */
+export interface MethodSpec<P extends readonly AnyParamSpec[], R> {
+  readonly params: P;
+  readonly result: ResultEncoder<R>;
+  readonly handler: (services: RPCServices, args: ParamValues<P>, ctx: CallContext) => R | Promise<R>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: methods of one module have unrelated signatures
+export type AnyMethodSpec = MethodSpec<readonly AnyParamSpec[], any>;
+
+/** Declares a method; the helper only exists so TypeScript infers its parameter tuple. */
+export function method<const P extends readonly AnyParamSpec[], R>(spec: MethodSpec<P, R>): MethodSpec<P, R> {
+  return spec;
+}
+
+export interface ModuleDefinition {
+  readonly name: ModuleName;
+  readonly methods: Readonly<Record<string, AnyMethodSpec>>;
+}
+
+/** Declares a module; its methods are called as `<module>_<name>`. */
+export function defineModule(
+  name: ModuleName,
+  methods: Readonly<Record<string, AnyMethodSpec>>,
+): ModuleDefinition {
+  return { name, methods };
+}
+
+/** A method ready to be called: the registry has resolved its name. */
+export interface RegisteredMethod {
+  readonly name: string;
+  readonly module: ModuleName;
+  readonly spec: AnyMethodSpec;
+}
+
+/** Methods the service knows and will never run, each with the reason a caller is told. */
+const unsupported: readonly { readonly match: (name: string) => boolean; readonly reason: string }[] = [
+  {
+    match: (name) => name === "eth_getCompilers" || name.startsWith("eth_compile"),
+    reason: "compilers are not included in the node, for security reasons",
+  },
+  { match: (name) => name.startsWith("db_"), reason: "the db_ methods are deprecated" },
+  { match: (name) => name.startsWith("shh_"), reason: "the whisper protocol is not supported" },
+];
+
+export interface RegistryOptions {
+  /** Modules whose methods are served. */
+  readonly enabled: ReadonlySet<ModuleName>;
+  /** Modules turned off because the node is hosted; their callers are told so. */
+  readonly hostedOff: ReadonlySet<ModuleName>;
+}
+
+export type Lookup = RegisteredMethod | RPCError;
+
+/**
+ * Resolves method names once per request. Unknown, unsupported and disabled methods all
+ * answer -32601, each with a message that says which case it is.
+ */
+export class MethodRegistry {
+  readonly #methods = new Map<string, RegisteredMethod>();
+  readonly #disabled = new Map<string, RPCError>();
+  readonly #enabledModules: readonly ModuleName[];
+
+  constructor(modules: readonly ModuleDefinition[], opts: RegistryOptions) {
+    const enabled: ModuleName[] = [];
+    for (const mod of modules) {
+      const on = opts.enabled.has(mod.name) && !opts.hostedOff.has(mod.name);
+      if (on && !enabled.includes(mod.name)) enabled.push(mod.name);
+      for (const [short, spec] of Object.entries(mod.methods)) {
+        const name = `${mod.name}_${short}`;
+        if (this.#methods.has(name) || this.#disabled.has(name)) {
+          throw new Error(`method ${name} is declared twice`);
+        }
+        if (on) {
+          this.#methods.set(name, { name, module: mod.name, spec });
+        } else {
+          const why = opts.hostedOff.has(mod.name)
+            ? `the ${mod.name} module is disabled in hosted mode`
+            : `the ${mod.name} module is not enabled on this node`;
+          this.#disabled.set(
+            name,
+            new RPCError(RPCErrorCode.METHOD_NOT_FOUND, `the method ${name} is not available: ${why}`),
+          );
+        }
+      }
+    }
+    this.#enabledModules = enabled;
+  }
+
+  lookup(name: string): Lookup {
+    const found = this.#methods.get(name);
+    if (found !== undefined) return found;
+    const disabled = this.#disabled.get(name);
+    if (disabled !== undefined) return disabled;
+    for (const entry of unsupported) {
+      if (entry.match(name)) {
+        return new RPCError(
+          RPCErrorCode.METHOD_NOT_FOUND,
+          `the method ${name} is not supported: ${entry.reason}`,
+        );
+      }
+    }
+    return new RPCError(
+      RPCErrorCode.METHOD_NOT_FOUND,
+      `the method ${name} does not exist/is not available`,
+    );
+  }
+
+  /** Names of the served methods, sorted. */
+  methodNames(): string[] {
+    return [...this.#methods.keys()].sort();
+  }
+
+  /** Modules with at least one served method, in declaration order. */
+  enabledModules(): readonly ModuleName[] {
+    return this.#enabledModules;
+  }
+}

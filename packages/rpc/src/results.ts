@@ -1,0 +1,23 @@
+import { bytesToHex, encodeQuantity } from "@nodex/types";
+
+/** Turns a handler's value into the JSON `result` member. Only encoders format hex. */
+export type ResultEncoder<T> = (value: T) => unknown;
+
+const identity = <T>(value: T): T => value;
+
+/** Result encoders for the value types of the spec. */
+export const r = {
+  quantity: ((value: bigint | number) => encodeQuantity(value)) as ResultEncoder<bigint | number>,
+  data: ((value: Uint8Array) => bytesToHex(value)) as ResultEncoder<Uint8Array>,
+  boolean: identity as ResultEncoder<boolean>,
+  string: identity as ResultEncoder<string>,
+  /** A value that already has its JSON form. */
+  json: identity as ResultEncoder<unknown>,
+
+  array<T>(item: ResultEncoder<T>): ResultEncoder<readonly T[]> {
+    return (values) => values.map(item);
+  },
+  nullable<T>(inner: ResultEncoder<T>): ResultEncoder<T | null> {
+    return (value) => (value === null ? null : inner(value));
+  },
+} as const;

@@ -1,0 +1,81 @@
+import type { Logger, ModuleName } from "@nodex/types";
+import { Dispatcher } from "./dispatcher.js";
+import { HttpApp, type HealthReport } from "./http/app.js";
+import { createNodeHttpTransport } from "./http/nodeHttp.js";
+import type { HttpTransportFactory } from "./http/transport.js";
+import { builtinModules } from "./modules/index.js";
+import { rpcModule } from "./modules/rpc.js";
+import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
+import { type ModuleDefinition, MethodRegistry } from "./registry.js";
+import type { RPCServices } from "./services.js";
+
+export interface RPCServerDeps {
+  readonly services: RPCServices;
+  readonly logger: Logger;
+  /** Extra modules (tests, later packages); the built-in ones are always present. */
+  readonly modules?: readonly ModuleDefinition[];
+  /** The HTTP layer; defaults to the measured best one. */
+  readonly transport?: HttpTransportFactory;
+}
+
+export interface RPCServer {
+  readonly registry: MethodRegistry;
+  readonly dispatcher: Dispatcher;
+  /** Bound address, once started. */
+  address(): { host: string; port: number } | undefined;
+  start(): Promise<{ host: string; port: number }>;
+  stop(): Promise<void>;
+}
+
+const MODULE_VERSION = "1.0";
+
+/** Builds the JSON-RPC service: registry, envelope and HTTP layer. */
+export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServer {
+  const hosted = opts.apiKeys.length > 0;
+  const log = deps.logger;
+  let registry: MethodRegistry | undefined;
+  const rpc = rpcModule(() =>
+    Object.fromEntries((registry?.enabledModules() ?? []).map((name) => [name, MODULE_VERSION])),
+  );
+  registry = new MethodRegistry([...builtinModules, rpc, ...(deps.modules ?? [])], {
+    enabled: new Set<ModuleName>(opts.modules),
+    hostedOff: new Set<ModuleName>(hosted ? HOSTED_OFF_MODULES : []),
+  });
+  const dispatcher = new Dispatcher(
+    {
+      maxBatchSize: opts.maxBatchSize,
+      maxResponseBytes: opts.maxResponseBytes,
+      timeoutMs: opts.timeoutMs > 0 ? opts.timeoutMs : hosted ? HOSTED_DEFAULT_TIMEOUT_MS : 0,
+    },
+    { registry, services: deps.services, logger: log },
+  );
+  const health = (): HealthReport => ({
+    status: "ok",
+    network: deps.services.network.name,
+    blockNumber: `0x${deps.services.chain.blockNumber().toString(16)}`,
+  });
+  const app = new HttpApp(
+    { apiKeys: opts.apiKeys, corsOrigins: opts.corsOrigins, maxBodyBytes: opts.maxBodyBytes },
+    { dispatcher, health },
+  );
+  const transport = (deps.transport ?? createNodeHttpTransport)(app);
+  let bound: { host: string; port: number } | undefined;
+  return {
+    registry,
+    dispatcher,
+    address: () => bound,
+    async start() {
+      bound = await transport.listen(opts.host, opts.port);
+      log.info("JSON-RPC server listening", {
+        url: `http://${bound.host}:${bound.port}`,
+        mode: hosted ? "hosted" : "local",
+        modules: registry.enabledModules(),
+      });
+      return bound;
+    },
+    async stop() {
+      await transport.close();
+      bound = undefined;
+    },
+  };
+}

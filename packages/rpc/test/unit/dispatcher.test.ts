@@ -1,0 +1,99 @@
+import { NodexError } from "@nodex/types";
+import { describe, expect, it } from "vitest";
+import { defineModule, Dispatcher, method, MethodRegistry, p, r } from "../../src/index.js";
+import { fakeServices, logger } from "./fixtures.js";
+
+const test = defineModule("debug", {
+  echo: method({
+    params: [p.quantity, p.optional(p.boolean, true)],
+    result: r.json,
+    handler: (_s, [n, flag]) => ({ n: n.toString(), flag }),
+  }),
+  boom: method({
+    params: [],
+    result: r.json,
+    handler: () => {
+      throw new Error("secret /home/user/path details");
+    },
+  }),
+  domain: method({
+    params: [],
+    result: r.json,
+    handler: () => {
+      throw new NodexError("SOMETHING_UNMAPPED", "unmapped domain failure");
+    },
+  }),
+  slow: method({
+    params: [],
+    result: r.string,
+    handler: () => new Promise<string>((resolve) => setTimeout(() => resolve("late"), 200)),
+  }),
+  big: method({ params: [p.quantity], result: r.string, handler: (_s, [n]) => "x".repeat(Number(n)) }),
+});
+
+function dispatcher(opts: Partial<{ maxBatchSize: number; maxResponseBytes: number; timeoutMs: number }> = {}) {
+  const registry = new MethodRegistry([test], { enabled: new Set(["debug"]), hostedOff: new Set() });
+  return new Dispatcher(
+    { maxBatchSize: 10, maxResponseBytes: 10_000, timeoutMs: 0, ...opts },
+    { registry, services: fakeServices(), logger },
+  );
+}
+
+const ctx = { hosted: false };
+const run = async (d: Dispatcher, body: unknown) => {
+  const out = await d.dispatch(typeof body === "string" ? body : JSON.stringify(body), ctx);
+  return out === undefined ? undefined : JSON.parse(out);
+};
+const req = (method: string, params: unknown[] = [], id: unknown = 1) => ({ jsonrpc: "2.0", id, method, params });
+
+describe("Dispatcher", () => {
+  it("fills optional trailing parameters with their defaults, also for null", async () => {
+    const d = dispatcher();
+    expect((await run(d, req("debug_echo", ["0x10"]))).result).toEqual({ n: "16", flag: true });
+    expect((await run(d, req("debug_echo", ["0x10", null]))).result).toEqual({ n: "16", flag: true });
+    expect((await run(d, req("debug_echo", ["0x10", false]))).result).toEqual({ n: "16", flag: false });
+  });
+
+  it("answers a codec error as -32602 naming the argument", async () => {
+    const res = await run(dispatcher(), req("debug_echo", ["0x01"]));
+    expect(res.error).toEqual({ code: -32602, message: "invalid argument 0: hex string has leading zero digits" });
+    const second = await run(dispatcher(), req("debug_echo", ["0x1", "yes"]));
+    expect(second.error).toEqual({ code: -32602, message: "invalid argument 1: expected a boolean, got string" });
+  });
+
+  it("hides unexpected errors behind -32603 with no stack or path", async () => {
+    const res = await run(dispatcher(), req("debug_boom"));
+    expect(res.error).toEqual({ code: -32603, message: "internal error" });
+    const domain = await run(dispatcher(), req("debug_domain"));
+    expect(domain.error).toEqual({ code: -32603, message: "internal error" });
+  });
+
+  it("answers a call over the time limit with -32011", async () => {
+    const res = await run(dispatcher({ timeoutMs: 20 }), req("debug_slow"));
+    expect(res.error).toEqual({ code: -32011, message: "request timed out: debug_slow ran over the time limit" });
+    expect((await run(dispatcher(), req("debug_slow"))).result).toBe("late");
+  });
+
+  it("answers a response over the size limit with -32011", async () => {
+    const d = dispatcher({ maxResponseBytes: 1000 });
+    expect((await run(d, req("debug_big", ["0x64"]))).result).toHaveLength(100);
+    expect((await run(d, req("debug_big", ["0x7d0"]))).error).toEqual({
+      code: -32011,
+      message: "response size limit of 1000 bytes exceeded",
+    });
+  });
+
+  it("counts the response size limit across a batch", async () => {
+    const d = dispatcher({ maxResponseBytes: 1000 });
+    const res = await run(d, [req("debug_big", ["0x190"], 1), req("debug_big", ["0x190"], 2), req("debug_big", ["0x190"], 3)]);
+    expect(res[0].result).toHaveLength(400);
+    expect(res[1].result).toHaveLength(400);
+    expect(res[2]).toEqual({ jsonrpc: "2.0", id: 3, error: { code: -32011, message: "response size limit of 1000 bytes exceeded" } });
+  });
+
+  it("survives deeply nested JSON", async () => {
+    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+    const res = await run(dispatcher(), deep);
+    expect(res).toMatchObject({ error: { code: expect.any(Number) } });
+  });
+});

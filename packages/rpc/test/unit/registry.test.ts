@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { defineModule, method, MethodRegistry, p, r, RPCError } from "../../src/index.js";
+
+const evm = defineModule("evm", {
+  mine: method({ params: [], result: r.string, handler: () => "mined" }),
+});
+const eth = defineModule("eth", {
+  chainId: method({ params: [], result: r.quantity, handler: () => 1 }),
+  echo: method({ params: [p.quantity, p.optional(p.boolean, false)], result: r.json, handler: (_s, a) => a }),
+});
+
+describe("MethodRegistry", () => {
+  it("serves the methods of enabled modules", () => {
+    const reg = new MethodRegistry([eth, evm], { enabled: new Set(["eth", "evm"]), hostedOff: new Set() });
+    expect(reg.methodNames()).toEqual(["eth_chainId", "eth_echo", "evm_mine"]);
+    expect(reg.enabledModules()).toEqual(["eth", "evm"]);
+    const found = reg.lookup("evm_mine");
+    expect(found).not.toBeInstanceOf(RPCError);
+  });
+
+  it("says a method of a disabled module is not enabled", () => {
+    const reg = new MethodRegistry([eth, evm], { enabled: new Set(["eth"]), hostedOff: new Set() });
+    const found = reg.lookup("evm_mine") as RPCError;
+    expect(found).toBeInstanceOf(RPCError);
+    expect(found.code).toBe(-32601);
+    expect(found.message).toBe("the method evm_mine is not available: the evm module is not enabled on this node");
+  });
+
+  it("says a module is off in hosted mode, even when enabled", () => {
+    const reg = new MethodRegistry([eth, evm], { enabled: new Set(["eth", "evm"]), hostedOff: new Set(["evm"]) });
+    expect((reg.lookup("evm_mine") as RPCError).message).toBe(
+      "the method evm_mine is not available: the evm module is disabled in hosted mode",
+    );
+    expect(reg.enabledModules()).toEqual(["eth"]);
+  });
+
+  it("tells unknown from unsupported methods", () => {
+    const reg = new MethodRegistry([eth], { enabled: new Set(["eth"]), hostedOff: new Set() });
+    expect((reg.lookup("eth_nope") as RPCError).message).toBe("the method eth_nope does not exist/is not available");
+    expect((reg.lookup("shh_newIdentity") as RPCError).message).toBe(
+      "the method shh_newIdentity is not supported: the whisper protocol is not supported",
+    );
+    expect((reg.lookup("constructor") as RPCError).code).toBe(-32601);
+    expect((reg.lookup("__proto__") as RPCError).code).toBe(-32601);
+  });
+
+  it("refuses a method declared twice", () => {
+    expect(() => new MethodRegistry([eth, eth], { enabled: new Set(["eth"]), hostedOff: new Set() })).toThrow(
+      "method eth_chainId is declared twice",
+    );
+  });
+});
