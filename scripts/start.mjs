@@ -6,8 +6,12 @@ import { ensureBuilt, ensureInstalled, root } from "./lib.mjs";
 
 ensureInstalled();
 ensureBuilt();
-const child = spawn(process.execPath, [join(root, "apps/node/bin/nodex.js"), "--regtest", ...process.argv.slice(2)], {
-  stdio: "inherit",
-});
+const child = spawn(
+  process.execPath,
+  [join(root, "apps/node/bin/nodex.js"), "--regtest", ...process.argv.slice(2)],
+  {
+    stdio: "inherit",
+  },
+);
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

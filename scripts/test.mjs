@@ -23,7 +23,9 @@ const status = run(join(root, "node_modules", ".bin", "vitest"), [
 try {
   const summary = JSON.parse(readFileSync(report, "utf8"));
   const skipped = summary.numPendingTests + summary.numTodoTests;
-  console.log(`\ntests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed, ${skipped} skipped`);
+  console.log(
+    `\ntests: ${summary.numPassedTests} passed, ${summary.numFailedTests} failed, ${skipped} skipped`,
+  );
   rmSync(report, { force: true });
 } catch {
   console.error("no test report was written");

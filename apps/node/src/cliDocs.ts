@@ -3,7 +3,10 @@ import { COMMAND_FLAGS, OPTIONS } from "./options.js";
 /** `docs/cli.md`, generated from the option table (`npm run docs:cli -w apps/node`). */
 export function cliMarkdown(): string {
   const rows = OPTIONS.map((o) => {
-    const flags = [`\`${o.flag}${o.valueName ? ` ${o.valueName}` : ""}\``, ...Object.keys(o.aliases ?? {}).map((a) => `\`${a}\``)];
+    const flags = [
+      `\`${o.flag}${o.valueName ? ` ${o.valueName}` : ""}\``,
+      ...Object.keys(o.aliases ?? {}).map((a) => `\`${a}\``),
+    ];
     return `| ${flags.join(", ")} | \`${o.env}\` | \`${o.key}\`${o.list ? " (list)" : ""} | ${o.defaultText} | ${o.description} |`;
   });
   const commands = Object.entries(COMMAND_FLAGS).map(([flag, text]) => `| \`${flag}\` | ${text} |`);
@@ -25,7 +28,7 @@ export function cliMarkdown(): string {
     "",
     "1. the command-line flag (`--rpc-port 8545` or `--rpc-port=8545`);",
     "2. the environment variable (`NODEX_RPC_PORT=8545`);",
-    "3. the config file (`{\"rpcPort\": 8545}`);",
+    '3. the config file (`{"rpcPort": 8545}`);',
     "4. the network preset (for example the modules and CORS origins of regtest);",
     "5. the built-in default.",
     "",
@@ -56,7 +59,7 @@ export function cliMarkdown(): string {
     "",
     "## Logs",
     "",
-    "Logs go to standard error, one line per event: JSON (`{\"time\",\"level\",\"msg\",...context}`) or a",
+    'Logs go to standard error, one line per event: JSON (`{"time","level","msg",...context}`) or a',
     "pretty line. The default format is pretty on a terminal and JSON otherwise.",
     "",
   ].join("\n");

@@ -49,7 +49,9 @@ type Values = Map<string, unknown>;
 
 const byFlag = new Map<string, OptionDef>(OPTIONS.map((o) => [o.flag, o]));
 const byAlias = new Map<string, { option: OptionDef; value: string }>(
-  OPTIONS.flatMap((o) => Object.entries(o.aliases ?? {}).map(([flag, value]) => [flag, { option: o, value }])),
+  OPTIONS.flatMap((o) =>
+    Object.entries(o.aliases ?? {}).map(([flag, value]) => [flag, { option: o, value }]),
+  ),
 );
 const byKey = new Map<string, OptionDef>(OPTIONS.map((o) => [o.key, o]));
 
@@ -62,7 +64,8 @@ export function parseCommandLine(environment: Environment): Command {
   if (fromFlags === "help" || fromFlags === "version") return { kind: fromFlags };
   const fromEnv = parseEnv(environment.env);
   const configPath = (fromFlags.get("config") ?? fromEnv.get("config")) as string | undefined;
-  const fromFile = configPath === undefined ? new Map() : parseFile(resolve(environment.cwd ?? ".", configPath));
+  const fromFile =
+    configPath === undefined ? new Map() : parseFile(resolve(environment.cwd ?? ".", configPath));
 
   const sources: Record<string, "flag" | "env" | "file"> = {};
   const pick = <T>(key: string): T | undefined => {
@@ -130,7 +133,9 @@ function parseArgv(argv: readonly string[]): Values | "help" | "version" {
     const option = byFlag.get(flag);
     if (option === undefined) {
       throw new UsageError(
-        arg.startsWith("-") ? `unknown option ${flag}` : `unexpected argument ${JSON.stringify(arg)}`,
+        arg.startsWith("-")
+          ? `unknown option ${flag}`
+          : `unexpected argument ${JSON.stringify(arg)}`,
       );
     }
     let text: string | undefined;
@@ -193,7 +198,8 @@ function parseFile(path: string): Values {
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : (err as Error).message;
+    const why =
+      (err as NodeJS.ErrnoException).code === "ENOENT" ? "file not found" : (err as Error).message;
     throw new UsageError(`cannot read config file ${path}: ${why}`);
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
@@ -249,7 +255,9 @@ export function helpText(): string {
     const head = `  ${o.flag}${o.valueName ? ` ${o.valueName}` : ""}`;
     lines.push(head);
     lines.push(`      ${o.description}`);
-    lines.push(`      default: ${o.defaultText}; env: ${o.env}; config key: ${o.key}${o.list ? " (list)" : ""}`);
+    lines.push(
+      `      default: ${o.defaultText}; env: ${o.env}; config key: ${o.key}${o.list ? " (list)" : ""}`,
+    );
   }
   for (const [flag, text] of Object.entries(COMMAND_FLAGS)) {
     lines.push(`  ${flag}`);

@@ -10,7 +10,10 @@ export interface LogSink {
   write(line: string): unknown;
 }
 
-const rank = Object.fromEntries(LOG_LEVELS.map((level, i) => [level, i])) as Record<LogLevel, number>;
+const rank = Object.fromEntries(LOG_LEVELS.map((level, i) => [level, i])) as Record<
+  LogLevel,
+  number
+>;
 
 /** One line per event, JSON or pretty, to `sink` (standard error by default). */
 export function createLogger(

@@ -54,7 +54,9 @@ async function main(): Promise<number> {
   try {
     await node.start();
   } catch (err) {
-    logger.error("Start-up failed", { err: describeStartError(err, config.rpc.host, config.rpc.port) });
+    logger.error("Start-up failed", {
+      err: describeStartError(err, config.rpc.host, config.rpc.port),
+    });
     await node.stop().catch(() => {});
     return 1;
   }
@@ -74,7 +76,9 @@ main().then(
     if (code >= 0) process.exit(code);
   },
   (err: unknown) => {
-    process.stderr.write(`nodex: unexpected error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.stderr.write(
+      `nodex: unexpected error: ${err instanceof Error ? err.stack : String(err)}\n`,
+    );
     process.exit(1);
   },
 );

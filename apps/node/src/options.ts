@@ -23,7 +23,8 @@ export interface OptionDef {
 
 function integer(min: number, max: number, what: string): ValueParser {
   return (text) => {
-    if (!/^\d+$/.test(text)) throw new Error(`${JSON.stringify(text)} is not ${what} (${min}-${max})`);
+    if (!/^\d+$/.test(text))
+      throw new Error(`${JSON.stringify(text)} is not ${what} (${min}-${max})`);
     const n = Number(text);
     if (n < min || n > max) throw new Error(`${text} is out of range for ${what} (${min}-${max})`);
     return n;
@@ -47,13 +48,19 @@ export const OPTIONS: readonly OptionDef[] = [
   {
     key: "network",
     flag: "--network",
-    aliases: { "--mainnet": "mainnet", "--testnet": "testnet", "--devnet": "devnet", "--regtest": "regtest" },
+    aliases: {
+      "--mainnet": "mainnet",
+      "--testnet": "testnet",
+      "--devnet": "devnet",
+      "--regtest": "regtest",
+    },
     env: "NODEX_NETWORK",
     valueName: "NAME",
     description: `network to join: ${NETWORK_NAMES.join(", ")} (also --mainnet, --testnet, --devnet, --regtest)`,
     defaultText: "mainnet",
     parse: (text) => {
-      if (!isNetworkName(text)) throw new Error(`${JSON.stringify(text)} is not one of ${NETWORK_NAMES.join(", ")}`);
+      if (!isNetworkName(text))
+        throw new Error(`${JSON.stringify(text)} is not one of ${NETWORK_NAMES.join(", ")}`);
       return text;
     },
   },
@@ -77,7 +84,8 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "address the JSON-RPC server binds to",
     defaultText: "127.0.0.1",
     parse: (text) => {
-      if (!/^[A-Za-z0-9.:[\]-]+$/.test(text)) throw new Error(`${JSON.stringify(text)} is not a host name or address`);
+      if (!/^[A-Za-z0-9.:[\]-]+$/.test(text))
+        throw new Error(`${JSON.stringify(text)} is not a host name or address`);
       return text;
     },
   },
@@ -110,7 +118,8 @@ export const OPTIONS: readonly OptionDef[] = [
     defaultText: "none (local mode)",
     list: true,
     parse: (text) => {
-      if (!API_KEY.test(text)) throw new Error("an API key is 8-128 characters of A-Z, a-z, 0-9, _ and -");
+      if (!API_KEY.test(text))
+        throw new Error("an API key is 8-128 characters of A-Z, a-z, 0-9, _ and -");
       return text;
     },
   },
@@ -124,7 +133,9 @@ export const OPTIONS: readonly OptionDef[] = [
     list: true,
     parse: (text) => {
       if (text !== "*" && !/^https?:\/\/[^\s/]+$/.test(text)) {
-        throw new Error(`${JSON.stringify(text)} is not an origin such as http://localhost:3000, or *`);
+        throw new Error(
+          `${JSON.stringify(text)} is not an origin such as http://localhost:3000, or *`,
+        );
       }
       return text;
     },
@@ -173,7 +184,8 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "address that receives mining rewards and fees",
     defaultText: "the first development account on regtest and devnet, else the zero address",
     parse: (text) => {
-      if (!ADDRESS.test(text)) throw new Error(`${JSON.stringify(text)} is not a 20-byte 0x-prefixed hex address`);
+      if (!ADDRESS.test(text))
+        throw new Error(`${JSON.stringify(text)} is not a 20-byte 0x-prefixed hex address`);
       return text.toLowerCase();
     },
   },
@@ -210,4 +222,7 @@ export const OPTIONS: readonly OptionDef[] = [
 ];
 
 /** Flags that act at once instead of setting something. */
-export const COMMAND_FLAGS = { "--help": "print this help and exit", "--version": "print the version and exit" } as const;
+export const COMMAND_FLAGS = {
+  "--help": "print this help and exit",
+  "--version": "print the version and exit",
+} as const;

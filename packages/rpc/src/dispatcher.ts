@@ -51,18 +51,28 @@ export class Dispatcher {
     try {
       parsed = JSON.parse(body);
     } catch {
-      return errorResponse(null, new RPCError(RPCErrorCode.PARSE_ERROR, "parse error: body is not valid JSON"));
+      return errorResponse(
+        null,
+        new RPCError(RPCErrorCode.PARSE_ERROR, "parse error: body is not valid JSON"),
+      );
     }
     const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
     if (!Array.isArray(parsed)) {
       const out = await this.#handleOne(parsed, ctx, deadline);
-      if (out !== undefined && out.length > this.#opts.maxResponseBytes && byteLength(out) > this.#opts.maxResponseBytes) {
+      if (
+        out !== undefined &&
+        out.length > this.#opts.maxResponseBytes &&
+        byteLength(out) > this.#opts.maxResponseBytes
+      ) {
         return errorResponse(idOf(parsed), this.#responseTooLarge());
       }
       return out;
     }
     if (parsed.length === 0) {
-      return errorResponse(null, new RPCError(RPCErrorCode.INVALID_REQUEST, "invalid request: empty batch"));
+      return errorResponse(
+        null,
+        new RPCError(RPCErrorCode.INVALID_REQUEST, "invalid request: empty batch"),
+      );
     }
     if (parsed.length > this.#opts.maxBatchSize) {
       return errorResponse(
@@ -173,7 +183,10 @@ function withDeadline<T>(promise: Promise<T>, deadline: number, method: string):
     const timer = setTimeout(
       () =>
         reject(
-          new RPCError(RPCErrorCode.LIMIT_EXCEEDED, `request timed out: ${method} ran over the time limit`),
+          new RPCError(
+            RPCErrorCode.LIMIT_EXCEEDED,
+            `request timed out: ${method} ran over the time limit`,
+          ),
         ),
       Math.max(0, remaining),
     );

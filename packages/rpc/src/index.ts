@@ -6,10 +6,22 @@ export { HttpApp } from "./http/app.js";
 export { createNodeHttpTransport } from "./http/nodeHttp.js";
 export type { HttpTransport, HttpTransportFactory } from "./http/transport.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
-export { defaultRPCOptions, HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
+export {
+  defaultRPCOptions,
+  HOSTED_DEFAULT_TIMEOUT_MS,
+  HOSTED_OFF_MODULES,
+  type RPCOptions,
+} from "./options.js";
 export type { AnyParamSpec, ParamSpec, ParamValues } from "./params.js";
 export { decodeParams, p } from "./params.js";
-export type { AnyMethodSpec, Lookup, MethodSpec, ModuleDefinition, RegisteredMethod, RegistryOptions } from "./registry.js";
+export type {
+  AnyMethodSpec,
+  Lookup,
+  MethodSpec,
+  ModuleDefinition,
+  RegisteredMethod,
+  RegistryOptions,
+} from "./registry.js";
 export { defineModule, MethodRegistry, method } from "./registry.js";
 export type { ResultEncoder } from "./results.js";
 export { r } from "./results.js";

@@ -34,12 +34,14 @@ function required<T>(name: string, parse: (value: unknown, arg: number) => T): P
 }
 
 function parseBoolean(value: unknown, arg: number): boolean {
-  if (typeof value !== "boolean") throw new CodecError(arg, `expected a boolean, got ${jsonType(value)}`);
+  if (typeof value !== "boolean")
+    throw new CodecError(arg, `expected a boolean, got ${jsonType(value)}`);
   return value;
 }
 
 function parseString(value: unknown, arg: number): string {
-  if (typeof value !== "string") throw new CodecError(arg, `expected a string, got ${jsonType(value)}`);
+  if (typeof value !== "string")
+    throw new CodecError(arg, `expected a string, got ${jsonType(value)}`);
   return value;
 }
 
@@ -91,4 +93,6 @@ export function decodeParams(
   return { value: out };
 }
 
-export type CodecErrorOr<T> = { value: T; error?: undefined } | { error: string; value?: undefined };
+export type CodecErrorOr<T> =
+  | { value: T; error?: undefined }
+  | { error: string; value?: undefined };

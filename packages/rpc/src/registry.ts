@@ -8,14 +8,26 @@ import type { CallContext, RPCServices } from "./services.js";
 export interface MethodSpec<P extends readonly AnyParamSpec[], R> {
   readonly params: P;
   readonly result: ResultEncoder<R>;
-  readonly handler: (services: RPCServices, args: ParamValues<P>, ctx: CallContext) => R | Promise<R>;
+  readonly handler: (
+    services: RPCServices,
+    args: ParamValues<P>,
+    ctx: CallContext,
+  ) => R | Promise<R>;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: methods of one module have unrelated signatures
-export type AnyMethodSpec = MethodSpec<readonly AnyParamSpec[], any>;
+/** A method of any signature, as modules and the registry hold them. */
+export interface AnyMethodSpec {
+  readonly params: readonly AnyParamSpec[];
+  // biome-ignore lint/suspicious/noExplicitAny: methods of one module have unrelated signatures
+  readonly result: ResultEncoder<any>;
+  // biome-ignore lint/suspicious/noExplicitAny: decoded arguments match params, checked by method()
+  readonly handler: (services: RPCServices, args: any, ctx: CallContext) => unknown;
+}
 
 /** Declares a method; the helper only exists so TypeScript infers its parameter tuple. */
-export function method<const P extends readonly AnyParamSpec[], R>(spec: MethodSpec<P, R>): MethodSpec<P, R> {
+export function method<const P extends readonly AnyParamSpec[], R>(
+  spec: MethodSpec<P, R>,
+): MethodSpec<P, R> {
   return spec;
 }
 
@@ -40,7 +52,10 @@ export interface RegisteredMethod {
 }
 
 /** Methods the service knows and will never run, each with the reason a caller is told. */
-const unsupported: readonly { readonly match: (name: string) => boolean; readonly reason: string }[] = [
+const unsupported: readonly {
+  readonly match: (name: string) => boolean;
+  readonly reason: string;
+}[] = [
   {
     match: (name) => name === "eth_getCompilers" || name.startsWith("eth_compile"),
     reason: "compilers are not included in the node, for security reasons",
@@ -85,7 +100,10 @@ export class MethodRegistry {
             : `the ${mod.name} module is not enabled on this node`;
           this.#disabled.set(
             name,
-            new RPCError(RPCErrorCode.METHOD_NOT_FOUND, `the method ${name} is not available: ${why}`),
+            new RPCError(
+              RPCErrorCode.METHOD_NOT_FOUND,
+              `the method ${name} is not available: ${why}`,
+            ),
           );
         }
       }

@@ -1,12 +1,12 @@
 import type { Logger, ModuleName } from "@nodex/types";
 import { Dispatcher } from "./dispatcher.js";
-import { HttpApp, type HealthReport } from "./http/app.js";
+import { type HealthReport, HttpApp } from "./http/app.js";
 import { createNodeHttpTransport } from "./http/nodeHttp.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { builtinModules } from "./modules/index.js";
 import { rpcModule } from "./modules/rpc.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
-import { type ModuleDefinition, MethodRegistry } from "./registry.js";
+import { MethodRegistry, type ModuleDefinition } from "./registry.js";
 import type { RPCServices } from "./services.js";
 
 export interface RPCServerDeps {

@@ -11,7 +11,11 @@ export interface ChainView {
 /** Sync progress, or `false` when the node is not syncing. */
 export type SyncStatus =
   | false
-  | { readonly startingBlock: bigint; readonly currentBlock: bigint; readonly highestBlock: bigint };
+  | {
+      readonly startingBlock: bigint;
+      readonly currentBlock: bigint;
+      readonly highestBlock: bigint;
+    };
 
 /** The peer-to-peer layer as the RPC methods see it. */
 export interface PeersView {

@@ -33,11 +33,14 @@ describe("hosted mode", () => {
     },
   );
 
-  it.each([`/${KEY}`, `/${OTHER}`, `/${KEY}/`, `/v1/${KEY}`, `/${KEY}?x=1`])("serves %s", async (path) => {
-    const res = await send(node.url, req("eth_chainId"), { path });
-    expect(res.status).toBe(200);
-    expect(res.json).toEqual({ jsonrpc: "2.0", id: 7, result: "0x21" });
-  });
+  it.each([`/${KEY}`, `/${OTHER}`, `/${KEY}/`, `/v1/${KEY}`, `/${KEY}?x=1`])(
+    "serves %s",
+    async (path) => {
+      const res = await send(node.url, req("eth_chainId"), { path });
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ jsonrpc: "2.0", id: 7, result: "0x21" });
+    },
+  );
 
   it("takes keys from NODEX_API_KEYS", async () => {
     expect((await send(fromEnv.url, req("eth_chainId"), { path: "/" })).status).toBe(401);
@@ -65,7 +68,10 @@ describe("hosted mode", () => {
   });
 
   it("checks the key before the content type", async () => {
-    const res = await send(node.url, req("eth_chainId"), { path: "/nope-nope-nope", headers: { "content-type": "text/plain" } });
+    const res = await send(node.url, req("eth_chainId"), {
+      path: "/nope-nope-nope",
+      headers: { "content-type": "text/plain" },
+    });
     expect(res.status).toBe(401);
   });
 });

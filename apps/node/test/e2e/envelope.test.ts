@@ -52,15 +52,60 @@ describe("single requests", () => {
     ["a number", 5, null, "invalid request: expected a request object"],
     ["a string", '"hello"', null, "invalid request: expected a request object"],
     ["null", "null", null, "invalid request: expected a request object"],
-    ["a wrong version", { jsonrpc: "1.0", id: 4, method: "eth_chainId", params: [] }, 4, 'invalid request: jsonrpc must be "2.0"'],
-    ["no version", { id: 4, method: "eth_chainId", params: [] }, 4, 'invalid request: jsonrpc must be "2.0"'],
-    ["no method", { jsonrpc: "2.0", id: 5, params: [] }, 5, "invalid request: method must be a string"],
-    ["a numeric method", { jsonrpc: "2.0", id: 5, method: 42, params: [] }, 5, "invalid request: method must be a string"],
-    ["object params", { jsonrpc: "2.0", id: 6, method: "eth_chainId", params: {} }, 6, "invalid request: params must be an array"],
-    ["string params", { jsonrpc: "2.0", id: 6, method: "eth_chainId", params: "x" }, 6, "invalid request: params must be an array"],
-    ["null params", { jsonrpc: "2.0", id: 6, method: "eth_chainId", params: null }, 6, "invalid request: params must be an array"],
-    ["an object id", { jsonrpc: "2.0", id: { a: 1 }, method: "eth_chainId", params: [] }, null, "invalid request: id must be a string, a number or null"],
-    ["a boolean id", { jsonrpc: "2.0", id: true, method: "eth_chainId", params: [] }, null, "invalid request: id must be a string, a number or null"],
+    [
+      "a wrong version",
+      { jsonrpc: "1.0", id: 4, method: "eth_chainId", params: [] },
+      4,
+      'invalid request: jsonrpc must be "2.0"',
+    ],
+    [
+      "no version",
+      { id: 4, method: "eth_chainId", params: [] },
+      4,
+      'invalid request: jsonrpc must be "2.0"',
+    ],
+    [
+      "no method",
+      { jsonrpc: "2.0", id: 5, params: [] },
+      5,
+      "invalid request: method must be a string",
+    ],
+    [
+      "a numeric method",
+      { jsonrpc: "2.0", id: 5, method: 42, params: [] },
+      5,
+      "invalid request: method must be a string",
+    ],
+    [
+      "object params",
+      { jsonrpc: "2.0", id: 6, method: "eth_chainId", params: {} },
+      6,
+      "invalid request: params must be an array",
+    ],
+    [
+      "string params",
+      { jsonrpc: "2.0", id: 6, method: "eth_chainId", params: "x" },
+      6,
+      "invalid request: params must be an array",
+    ],
+    [
+      "null params",
+      { jsonrpc: "2.0", id: 6, method: "eth_chainId", params: null },
+      6,
+      "invalid request: params must be an array",
+    ],
+    [
+      "an object id",
+      { jsonrpc: "2.0", id: { a: 1 }, method: "eth_chainId", params: [] },
+      null,
+      "invalid request: id must be a string, a number or null",
+    ],
+    [
+      "a boolean id",
+      { jsonrpc: "2.0", id: true, method: "eth_chainId", params: [] },
+      null,
+      "invalid request: id must be a string, a number or null",
+    ],
   ])("answers -32600 for %s", async (_what, body, id, message) => {
     const res = await send(node.url, body);
     expect(res.status).toBe(200);
@@ -68,11 +113,19 @@ describe("single requests", () => {
   });
 
   it("answers -32601 for an unknown method, echoing the id", async () => {
-    const res = await send(node.url, { jsonrpc: "2.0", id: 9, method: "eth_noSuchThing", params: [] });
+    const res = await send(node.url, {
+      jsonrpc: "2.0",
+      id: 9,
+      method: "eth_noSuchThing",
+      params: [],
+    });
     expect(res.json).toEqual({
       jsonrpc: "2.0",
       id: 9,
-      error: { code: -32601, message: "the method eth_noSuchThing does not exist/is not available" },
+      error: {
+        code: -32601,
+        message: "the method eth_noSuchThing does not exist/is not available",
+      },
     });
   });
 
@@ -95,7 +148,12 @@ describe("single requests", () => {
   });
 
   it("answers -32602 naming the argument for malformed params", async () => {
-    const res = await send(node.url, { jsonrpc: "2.0", id: 1, method: "web3_sha3", params: ["0xabc"] });
+    const res = await send(node.url, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "web3_sha3",
+      params: ["0xabc"],
+    });
     expect(res.json).toEqual({
       jsonrpc: "2.0",
       id: 1,
@@ -104,13 +162,23 @@ describe("single requests", () => {
   });
 
   it("answers -32602 for a missing required argument and for too many", async () => {
-    const missing = await send(node.url, { jsonrpc: "2.0", id: 1, method: "web3_sha3", params: [] });
+    const missing = await send(node.url, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "web3_sha3",
+      params: [],
+    });
     expect(missing.json).toEqual({
       jsonrpc: "2.0",
       id: 1,
       error: { code: -32602, message: "missing value for required argument 0" },
     });
-    const extra = await send(node.url, { jsonrpc: "2.0", id: 2, method: "eth_chainId", params: [1] });
+    const extra = await send(node.url, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "eth_chainId",
+      params: [1],
+    });
     expect(extra.json).toEqual({
       jsonrpc: "2.0",
       id: 2,
@@ -141,7 +209,11 @@ describe("notifications", () => {
 
 describe("batches", () => {
   it("answers each member in order", async () => {
-    const res = await send(node.url, [chainId(1), chainId("two"), { jsonrpc: "2.0", id: 3, method: "net_version", params: [] }]);
+    const res = await send(node.url, [
+      chainId(1),
+      chainId("two"),
+      { jsonrpc: "2.0", id: 3, method: "net_version", params: [] },
+    ]);
     expect(res.status).toBe(200);
     expect(res.json).toEqual([
       { jsonrpc: "2.0", id: 1, result: "0x21" },
@@ -161,25 +233,43 @@ describe("batches", () => {
     expect(res.status).toBe(200);
     expect(res.json).toEqual([
       { jsonrpc: "2.0", id: 1, result: "0x21" },
-      { jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: expected a request object" } },
-      { jsonrpc: "2.0", id: 4, error: { code: -32601, message: "the method nope_nope does not exist/is not available" } },
-      { jsonrpc: "2.0", id: 5, error: { code: -32602, message: "invalid argument 0: hex string without 0x prefix" } },
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: "invalid request: expected a request object" },
+      },
+      {
+        jsonrpc: "2.0",
+        id: 4,
+        error: { code: -32601, message: "the method nope_nope does not exist/is not available" },
+      },
+      {
+        jsonrpc: "2.0",
+        id: 5,
+        error: { code: -32602, message: "invalid argument 0: hex string without 0x prefix" },
+      },
     ]);
   });
 
   it("answers each non-object member with its own -32600", async () => {
     const res = await send(node.url, [1, 2, 3]);
-    expect(res.json).toEqual([1, 2, 3].map(() => ({
-      jsonrpc: "2.0",
-      id: null,
-      error: { code: -32600, message: "invalid request: expected a request object" },
-    })));
+    expect(res.json).toEqual(
+      [1, 2, 3].map(() => ({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: "invalid request: expected a request object" },
+      })),
+    );
   });
 
   it("rejects an empty batch", async () => {
     const res = await send(node.url, []);
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "invalid request: empty batch" } });
+    expect(res.json).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32600, message: "invalid request: empty batch" },
+    });
   });
 
   it("rejects a batch over the configured limit, and accepts one at the limit", async () => {
@@ -190,7 +280,10 @@ describe("batches", () => {
     expect(over.json).toEqual({
       jsonrpc: "2.0",
       id: null,
-      error: { code: -32600, message: "invalid request: batch of 6 requests exceeds the limit of 5" },
+      error: {
+        code: -32600,
+        message: "invalid request: batch of 6 requests exceeds the limit of 5",
+      },
     });
   });
 });

@@ -17,16 +17,22 @@ afterAll(async () => {
 const chainId = { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] };
 
 describe("HTTP methods", () => {
-  it.each(["GET", "PUT", "DELETE", "PATCH"])("answers %s with 405, an Allow header and a JSON-RPC error", async (method) => {
-    const res = await send(node.url, method === "GET" ? undefined : chainId, { method });
-    expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("POST, OPTIONS");
-    expect(res.json).toEqual({
-      jsonrpc: "2.0",
-      id: null,
-      error: { code: -32600, message: `method ${method} is not allowed: send JSON-RPC requests with POST` },
-    });
-  });
+  it.each(["GET", "PUT", "DELETE", "PATCH"])(
+    "answers %s with 405, an Allow header and a JSON-RPC error",
+    async (method) => {
+      const res = await send(node.url, method === "GET" ? undefined : chainId, { method });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST, OPTIONS");
+      expect(res.json).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: `method ${method} is not allowed: send JSON-RPC requests with POST`,
+        },
+      });
+    },
+  );
 
   it("serves GET /health for load balancers", async () => {
     const res = await send(node.url, undefined, { method: "GET", path: "/health" });
@@ -41,27 +47,38 @@ describe("HTTP methods", () => {
 });
 
 describe("content type", () => {
-  it.each(["application/json", "application/json; charset=utf-8", "application/json-rpc", "Application/JSON"])(
-    "accepts %s",
+  it.each([
+    "application/json",
+    "application/json; charset=utf-8",
+    "application/json-rpc",
+    "Application/JSON",
+  ])("accepts %s", async (type) => {
+    const res = await send(node.url, chainId, { headers: { "content-type": type } });
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ jsonrpc: "2.0", id: 1, result: "0x21" });
+  });
+
+  it.each(["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])(
+    "answers %s with 415",
     async (type) => {
       const res = await send(node.url, chainId, { headers: { "content-type": type } });
-      expect(res.status).toBe(200);
-      expect(res.json).toEqual({ jsonrpc: "2.0", id: 1, result: "0x21" });
+      expect(res.status).toBe(415);
+      expect(res.json).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32600,
+          message: `unsupported content type "${type}": send application/json`,
+        },
+      });
     },
   );
 
-  it.each(["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])("answers %s with 415", async (type) => {
-    const res = await send(node.url, chainId, { headers: { "content-type": type } });
-    expect(res.status).toBe(415);
-    expect(res.json).toEqual({
-      jsonrpc: "2.0",
-      id: null,
-      error: { code: -32600, message: `unsupported content type "${type}": send application/json` },
-    });
-  });
-
   it("answers a request without a content type with 415", async () => {
-    const res = await fetch(node.url, { method: "POST", body: new Blob([JSON.stringify(chainId)]) });
+    const res = await fetch(node.url, {
+      method: "POST",
+      body: new Blob([JSON.stringify(chainId)]),
+    });
     expect(res.status).toBe(415);
   });
 });
@@ -130,7 +147,9 @@ describe("CORS", () => {
   });
 
   it("allows only the configured origins", async () => {
-    const allowed = await send(mainnet.url, chainId, { headers: { origin: "http://localhost:3000" } });
+    const allowed = await send(mainnet.url, chainId, {
+      headers: { origin: "http://localhost:3000" },
+    });
     expect(allowed.headers.get("access-control-allow-origin")).toBe("http://localhost:3000");
     expect(allowed.headers.get("vary")).toBe("Origin");
     const denied = await send(mainnet.url, chainId, { headers: { origin: "http://evil.test" } });

@@ -44,19 +44,42 @@ describe("parseCommandLine", () => {
   });
 
   it("collects repeated and comma-separated list values without duplicates", () => {
-    const c = config(["--api-key", "aaaaaaaa,bbbbbbbb", "--api-key", "cccccccc", "--api-key", "aaaaaaaa"]);
+    const c = config([
+      "--api-key",
+      "aaaaaaaa,bbbbbbbb",
+      "--api-key",
+      "cccccccc",
+      "--api-key",
+      "aaaaaaaa",
+    ]);
     expect(c.rpc.apiKeys).toEqual(["aaaaaaaa", "bbbbbbbb", "cccccccc"]);
   });
 
   it("lets a flag beat the environment, and the environment beat the file", () => {
     const file = join(tmp, "c.json");
-    writeFileSync(file, JSON.stringify({ rpcPort: 1111, rpcHost: "0.0.0.0", logLevel: "debug", apiKeys: ["filekey1"] }));
-    const c = config(["--config", file, "--rpc-port", "3333"], { NODEX_RPC_PORT: "2222", NODEX_RPC_HOST: "::1" });
+    writeFileSync(
+      file,
+      JSON.stringify({
+        rpcPort: 1111,
+        rpcHost: "0.0.0.0",
+        logLevel: "debug",
+        apiKeys: ["filekey1"],
+      }),
+    );
+    const c = config(["--config", file, "--rpc-port", "3333"], {
+      NODEX_RPC_PORT: "2222",
+      NODEX_RPC_HOST: "::1",
+    });
     expect(c.rpc.port).toBe(3333);
     expect(c.rpc.host).toBe("::1");
     expect(c.logLevel).toBe("debug");
     expect(c.rpc.apiKeys).toEqual(["filekey1"]);
-    expect(c.sources).toEqual({ rpcPort: "flag", rpcHost: "env", logLevel: "file", apiKeys: "file", config: "flag" });
+    expect(c.sources).toEqual({
+      rpcPort: "flag",
+      rpcHost: "env",
+      logLevel: "file",
+      apiKeys: "file",
+    });
   });
 
   it("reads the config file named by NODEX_CONFIG", () => {
@@ -71,11 +94,23 @@ describe("parseCommandLine", () => {
 
   it.each([
     [["--rpc-port", "-1"], 'invalid value for --rpc-port: "-1" is not a port number (0-65535)'],
-    [["--coinbase", "0x12"], 'invalid value for --coinbase: "0x12" is not a 20-byte 0x-prefixed hex address'],
-    [["--rpc-cors", "example.com"], 'invalid value for --rpc-cors: "example.com" is not an origin such as http://localhost:3000, or *'],
+    [
+      ["--coinbase", "0x12"],
+      'invalid value for --coinbase: "0x12" is not a 20-byte 0x-prefixed hex address',
+    ],
+    [
+      ["--rpc-cors", "example.com"],
+      'invalid value for --rpc-cors: "example.com" is not an origin such as http://localhost:3000, or *',
+    ],
     [["--regtest=yes"], "option --regtest takes no value"],
-    [["--testnet", "--network", "regtest"], "conflicting network options: --testnet and --network regtest"],
-    [["--rpc-max-batch-size", "0"], "invalid value for --rpc-max-batch-size: 0 is out of range for a batch size (1-100000)"],
+    [
+      ["--testnet", "--network", "regtest"],
+      "conflicting network options: --testnet and --network regtest",
+    ],
+    [
+      ["--rpc-max-batch-size", "0"],
+      "invalid value for --rpc-max-batch-size: 0 is out of range for a batch size (1-100000)",
+    ],
   ])("rejects %j", (argv, message) => {
     expect(() => config(argv)).toThrow(new UsageError(message));
   });
@@ -87,14 +122,18 @@ describe("parseCommandLine", () => {
   it("rejects a config file value of the wrong type", () => {
     const file = join(tmp, "t.json");
     writeFileSync(file, JSON.stringify({ rpcPort: true }));
-    expect(() => config(["--config", file])).toThrow(`invalid value for rpcPort in ${file}: expected a string or a number`);
+    expect(() => config(["--config", file])).toThrow(
+      `invalid value for rpcPort in ${file}: expected a string or a number`,
+    );
     writeFileSync(file, "[1]");
     expect(() => config(["--config", file])).toThrow(`config file ${file} must hold a JSON object`);
     expect(() => config(["--config", join(tmp, "missing.json")])).toThrow("file not found");
   });
 
   it("answers --help and --version before anything else", () => {
-    expect(parseCommandLine({ argv: ["--bogus", "--help"], env: {}, isTTY: false }).kind).toBe("help");
+    expect(parseCommandLine({ argv: ["--bogus", "--help"], env: {}, isTTY: false }).kind).toBe(
+      "help",
+    );
     expect(parseCommandLine({ argv: ["--version"], env: {}, isTTY: false }).kind).toBe("version");
   });
 });

@@ -72,9 +72,14 @@ export class HttpApp {
     }
     if (req.method === "OPTIONS") return this.#preflight(req);
     if (req.method !== "POST") {
-      return this.#error(req, 405, `method ${req.method} is not allowed: send JSON-RPC requests with POST`, {
-        allow: ALLOWED_METHODS,
-      });
+      return this.#error(
+        req,
+        405,
+        `method ${req.method} is not allowed: send JSON-RPC requests with POST`,
+        {
+          allow: ALLOWED_METHODS,
+        },
+      );
     }
     if (this.hosted && !this.#keyDigests.has(digest(lastSegment(path)))) {
       return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
@@ -95,13 +100,21 @@ export class HttpApp {
 
   /** The reply to a body over the limit; the transport closes the connection after it. */
   tooLarge(req: HttpRequestHead): HttpReply {
-    return this.#error(req, 413, `request body too large: the limit is ${this.maxBodyBytes} bytes`, {
-      connection: "close",
-    });
+    return this.#error(
+      req,
+      413,
+      `request body too large: the limit is ${this.maxBodyBytes} bytes`,
+      {
+        connection: "close",
+      },
+    );
   }
 
   async body(req: HttpRequestHead, body: string): Promise<HttpReply> {
-    const out = await this.#deps.dispatcher.dispatch(body, this.hosted ? this.#hostedCtx : this.#localCtx);
+    const out = await this.#deps.dispatcher.dispatch(
+      body,
+      this.hosted ? this.#hostedCtx : this.#localCtx,
+    );
     return this.#json(req, 200, out ?? "");
   }
 
@@ -124,7 +137,12 @@ export class HttpApp {
     return this.#corsOrigins.has(origin) ? origin : undefined;
   }
 
-  #json(req: HttpRequestHead, status: number, body: string, extra?: Record<string, string>): HttpReply {
+  #json(
+    req: HttpRequestHead,
+    status: number,
+    body: string,
+    extra?: Record<string, string>,
+  ): HttpReply {
     const headers: Record<string, string> = { "content-type": "application/json", ...extra };
     const origin = this.#allowedOrigin(req.origin);
     if (origin !== undefined) {
@@ -134,9 +152,19 @@ export class HttpApp {
     return { status, headers, body };
   }
 
-  #error(req: HttpRequestHead, status: number, message: string, extra?: Record<string, string>): HttpReply {
+  #error(
+    req: HttpRequestHead,
+    status: number,
+    message: string,
+    extra?: Record<string, string>,
+  ): HttpReply {
     const id: RequestId = null;
-    return this.#json(req, status, errorResponse(id, new RPCError(RPCErrorCode.INVALID_REQUEST, message)), extra);
+    return this.#json(
+      req,
+      status,
+      errorResponse(id, new RPCError(RPCErrorCode.INVALID_REQUEST, message)),
+      extra,
+    );
   }
 }
 

@@ -74,7 +74,9 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | undefin
     };
     req.on("data", onData);
     req.once("end", () => {
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+      resolve(
+        chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"),
+      );
     });
     req.once("error", reject);
   });

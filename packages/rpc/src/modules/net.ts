@@ -1,7 +1,6 @@
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 
-
 export const net = defineModule("net", {
   version: method({
     params: [],

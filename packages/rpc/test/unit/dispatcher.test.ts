@@ -1,6 +1,6 @@
 import { NodexError } from "@nodex/types";
 import { describe, expect, it } from "vitest";
-import { defineModule, Dispatcher, method, MethodRegistry, p, r } from "../../src/index.js";
+import { Dispatcher, defineModule, MethodRegistry, method, p, r } from "../../src/index.js";
 import { fakeServices, logger } from "./fixtures.js";
 
 const test = defineModule("debug", {
@@ -28,11 +28,20 @@ const test = defineModule("debug", {
     result: r.string,
     handler: () => new Promise<string>((resolve) => setTimeout(() => resolve("late"), 200)),
   }),
-  big: method({ params: [p.quantity], result: r.string, handler: (_s, [n]) => "x".repeat(Number(n)) }),
+  big: method({
+    params: [p.quantity],
+    result: r.string,
+    handler: (_s, [n]) => "x".repeat(Number(n)),
+  }),
 });
 
-function dispatcher(opts: Partial<{ maxBatchSize: number; maxResponseBytes: number; timeoutMs: number }> = {}) {
-  const registry = new MethodRegistry([test], { enabled: new Set(["debug"]), hostedOff: new Set() });
+function dispatcher(
+  opts: Partial<{ maxBatchSize: number; maxResponseBytes: number; timeoutMs: number }> = {},
+) {
+  const registry = new MethodRegistry([test], {
+    enabled: new Set(["debug"]),
+    hostedOff: new Set(),
+  });
   return new Dispatcher(
     { maxBatchSize: 10, maxResponseBytes: 10_000, timeoutMs: 0, ...opts },
     { registry, services: fakeServices(), logger },
@@ -44,21 +53,38 @@ const run = async (d: Dispatcher, body: unknown) => {
   const out = await d.dispatch(typeof body === "string" ? body : JSON.stringify(body), ctx);
   return out === undefined ? undefined : JSON.parse(out);
 };
-const req = (method: string, params: unknown[] = [], id: unknown = 1) => ({ jsonrpc: "2.0", id, method, params });
+const req = (method: string, params: unknown[] = [], id: unknown = 1) => ({
+  jsonrpc: "2.0",
+  id,
+  method,
+  params,
+});
 
 describe("Dispatcher", () => {
   it("fills optional trailing parameters with their defaults, also for null", async () => {
     const d = dispatcher();
     expect((await run(d, req("debug_echo", ["0x10"]))).result).toEqual({ n: "16", flag: true });
-    expect((await run(d, req("debug_echo", ["0x10", null]))).result).toEqual({ n: "16", flag: true });
-    expect((await run(d, req("debug_echo", ["0x10", false]))).result).toEqual({ n: "16", flag: false });
+    expect((await run(d, req("debug_echo", ["0x10", null]))).result).toEqual({
+      n: "16",
+      flag: true,
+    });
+    expect((await run(d, req("debug_echo", ["0x10", false]))).result).toEqual({
+      n: "16",
+      flag: false,
+    });
   });
 
   it("answers a codec error as -32602 naming the argument", async () => {
     const res = await run(dispatcher(), req("debug_echo", ["0x01"]));
-    expect(res.error).toEqual({ code: -32602, message: "invalid argument 0: hex string has leading zero digits" });
+    expect(res.error).toEqual({
+      code: -32602,
+      message: "invalid argument 0: hex string has leading zero digits",
+    });
     const second = await run(dispatcher(), req("debug_echo", ["0x1", "yes"]));
-    expect(second.error).toEqual({ code: -32602, message: "invalid argument 1: expected a boolean, got string" });
+    expect(second.error).toEqual({
+      code: -32602,
+      message: "invalid argument 1: expected a boolean, got string",
+    });
   });
 
   it("hides unexpected errors behind -32603 with no stack or path", async () => {
@@ -70,7 +96,10 @@ describe("Dispatcher", () => {
 
   it("answers a call over the time limit with -32011", async () => {
     const res = await run(dispatcher({ timeoutMs: 20 }), req("debug_slow"));
-    expect(res.error).toEqual({ code: -32011, message: "request timed out: debug_slow ran over the time limit" });
+    expect(res.error).toEqual({
+      code: -32011,
+      message: "request timed out: debug_slow ran over the time limit",
+    });
     expect((await run(dispatcher(), req("debug_slow"))).result).toBe("late");
   });
 
@@ -85,15 +114,29 @@ describe("Dispatcher", () => {
 
   it("counts the response size limit across a batch", async () => {
     const d = dispatcher({ maxResponseBytes: 1000 });
-    const res = await run(d, [req("debug_big", ["0x190"], 1), req("debug_big", ["0x190"], 2), req("debug_big", ["0x190"], 3)]);
+    const res = await run(d, [
+      req("debug_big", ["0x190"], 1),
+      req("debug_big", ["0x190"], 2),
+      req("debug_big", ["0x190"], 3),
+    ]);
     expect(res[0].result).toHaveLength(400);
     expect(res[1].result).toHaveLength(400);
-    expect(res[2]).toEqual({ jsonrpc: "2.0", id: 3, error: { code: -32011, message: "response size limit of 1000 bytes exceeded" } });
+    expect(res[2]).toEqual({
+      jsonrpc: "2.0",
+      id: 3,
+      error: { code: -32011, message: "response size limit of 1000 bytes exceeded" },
+    });
   });
 
-  it("survives deeply nested JSON", async () => {
+  it("answers deeply nested JSON as an invalid batch member", async () => {
     const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
     const res = await run(dispatcher(), deep);
-    expect(res).toMatchObject({ error: { code: expect.any(Number) } });
+    expect(res).toEqual([
+      {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: "invalid request: expected a request object" },
+      },
+    ]);
   });
 });

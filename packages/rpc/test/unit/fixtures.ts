@@ -7,8 +7,17 @@ export function fakeServices(overrides: Partial<RPCServices> = {}): RPCServices 
     network: NETWORKS.regtest,
     clientVersion: "Nodex/vtest",
     chain: { blockNumber: () => 5n, gasPrice: () => 1000n },
-    peers: { listening: () => true, peerCount: () => 2, peerList: () => ["a | b:1"], syncing: () => false },
-    mining: { coinbase: () => new Uint8Array(20).fill(0xab) as Address, mining: () => true, hashrate: () => 16n },
+    peers: {
+      listening: () => true,
+      peerCount: () => 2,
+      peerList: () => ["a | b:1"],
+      syncing: () => false,
+    },
+    mining: {
+      coinbase: () => new Uint8Array(20).fill(0xab) as Address,
+      mining: () => true,
+      hashrate: () => 16n,
+    },
     accounts: { list: () => [new Uint8Array(20).fill(1) as Address] },
     ...overrides,
   };

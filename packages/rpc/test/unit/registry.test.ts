@@ -1,17 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { defineModule, method, MethodRegistry, p, r, RPCError } from "../../src/index.js";
+import { defineModule, MethodRegistry, method, p, RPCError, r } from "../../src/index.js";
 
 const evm = defineModule("evm", {
   mine: method({ params: [], result: r.string, handler: () => "mined" }),
 });
 const eth = defineModule("eth", {
   chainId: method({ params: [], result: r.quantity, handler: () => 1 }),
-  echo: method({ params: [p.quantity, p.optional(p.boolean, false)], result: r.json, handler: (_s, a) => a }),
+  echo: method({
+    params: [p.quantity, p.optional(p.boolean, false)],
+    result: r.json,
+    handler: (_s, a) => a,
+  }),
 });
 
 describe("MethodRegistry", () => {
   it("serves the methods of enabled modules", () => {
-    const reg = new MethodRegistry([eth, evm], { enabled: new Set(["eth", "evm"]), hostedOff: new Set() });
+    const reg = new MethodRegistry([eth, evm], {
+      enabled: new Set(["eth", "evm"]),
+      hostedOff: new Set(),
+    });
     expect(reg.methodNames()).toEqual(["eth_chainId", "eth_echo", "evm_mine"]);
     expect(reg.enabledModules()).toEqual(["eth", "evm"]);
     const found = reg.lookup("evm_mine");
@@ -23,11 +30,16 @@ describe("MethodRegistry", () => {
     const found = reg.lookup("evm_mine") as RPCError;
     expect(found).toBeInstanceOf(RPCError);
     expect(found.code).toBe(-32601);
-    expect(found.message).toBe("the method evm_mine is not available: the evm module is not enabled on this node");
+    expect(found.message).toBe(
+      "the method evm_mine is not available: the evm module is not enabled on this node",
+    );
   });
 
   it("says a module is off in hosted mode, even when enabled", () => {
-    const reg = new MethodRegistry([eth, evm], { enabled: new Set(["eth", "evm"]), hostedOff: new Set(["evm"]) });
+    const reg = new MethodRegistry([eth, evm], {
+      enabled: new Set(["eth", "evm"]),
+      hostedOff: new Set(["evm"]),
+    });
     expect((reg.lookup("evm_mine") as RPCError).message).toBe(
       "the method evm_mine is not available: the evm module is disabled in hosted mode",
     );
@@ -36,7 +48,9 @@ describe("MethodRegistry", () => {
 
   it("tells unknown from unsupported methods", () => {
     const reg = new MethodRegistry([eth], { enabled: new Set(["eth"]), hostedOff: new Set() });
-    expect((reg.lookup("eth_nope") as RPCError).message).toBe("the method eth_nope does not exist/is not available");
+    expect((reg.lookup("eth_nope") as RPCError).message).toBe(
+      "the method eth_nope does not exist/is not available",
+    );
     expect((reg.lookup("shh_newIdentity") as RPCError).message).toBe(
       "the method shh_newIdentity is not supported: the whisper protocol is not supported",
     );
@@ -45,8 +59,8 @@ describe("MethodRegistry", () => {
   });
 
   it("refuses a method declared twice", () => {
-    expect(() => new MethodRegistry([eth, eth], { enabled: new Set(["eth"]), hostedOff: new Set() })).toThrow(
-      "method eth_chainId is declared twice",
-    );
+    expect(
+      () => new MethodRegistry([eth, eth], { enabled: new Set(["eth"]), hostedOff: new Set() }),
+    ).toThrow("method eth_chainId is declared twice");
   });
 });

@@ -12,7 +12,16 @@ describe("usage", () => {
   it("--help lists every option with its environment variable", async () => {
     const { code, stdout } = await runCli(["--help"]);
     expect(code).toBe(0);
-    for (const flag of ["--network", "--regtest", "--datadir", "--rpc-host", "--rpc-port", "--config", "--log-level", "--api-key"]) {
+    for (const flag of [
+      "--network",
+      "--regtest",
+      "--datadir",
+      "--rpc-host",
+      "--rpc-port",
+      "--config",
+      "--log-level",
+      "--api-key",
+    ]) {
       expect(stdout).toContain(flag);
     }
     expect(stdout).toContain("NODEX_API_KEYS");
@@ -26,14 +35,35 @@ describe("usage", () => {
 
   it.each([
     [["--no-such-flag"], "nodex: unknown option --no-such-flag (see nodex --help)\n"],
-    [["--rpc-port", "70000"], "nodex: invalid value for --rpc-port: 70000 is out of range for a port number (0-65535) (see nodex --help)\n"],
-    [["--rpc-port=abc"], 'nodex: invalid value for --rpc-port: "abc" is not a port number (0-65535) (see nodex --help)\n'],
-    [["--network", "moon"], 'nodex: invalid value for --network: "moon" is not one of mainnet, testnet, devnet, regtest (see nodex --help)\n'],
-    [["--mainnet", "--regtest"], "nodex: conflicting network options: --mainnet and --regtest (see nodex --help)\n"],
-    [["--log-level", "loud"], 'nodex: invalid value for --log-level: "loud" is not one of error, warn, info, debug, trace (see nodex --help)\n'],
+    [
+      ["--rpc-port", "70000"],
+      "nodex: invalid value for --rpc-port: 70000 is out of range for a port number (0-65535) (see nodex --help)\n",
+    ],
+    [
+      ["--rpc-port=abc"],
+      'nodex: invalid value for --rpc-port: "abc" is not a port number (0-65535) (see nodex --help)\n',
+    ],
+    [
+      ["--network", "moon"],
+      'nodex: invalid value for --network: "moon" is not one of mainnet, testnet, devnet, regtest (see nodex --help)\n',
+    ],
+    [
+      ["--mainnet", "--regtest"],
+      "nodex: conflicting network options: --mainnet and --regtest (see nodex --help)\n",
+    ],
+    [
+      ["--log-level", "loud"],
+      'nodex: invalid value for --log-level: "loud" is not one of error, warn, info, debug, trace (see nodex --help)\n',
+    ],
     [["--rpc-port"], "nodex: option --rpc-port needs a value (PORT) (see nodex --help)\n"],
-    [["--api-key", "short"], "nodex: invalid value for --api-key: an API key is 8-128 characters of A-Z, a-z, 0-9, _ and - (see nodex --help)\n"],
-    [["--rpc-modules", "eth,bogus"], 'nodex: invalid value for --rpc-modules: "bogus" is not one of eth, net, web3, rpc, evm, debug, trace, txpool, personal, mnr, nodex, sco (see nodex --help)\n'],
+    [
+      ["--api-key", "short"],
+      "nodex: invalid value for --api-key: an API key is 8-128 characters of A-Z, a-z, 0-9, _ and - (see nodex --help)\n",
+    ],
+    [
+      ["--rpc-modules", "eth,bogus"],
+      'nodex: invalid value for --rpc-modules: "bogus" is not one of eth, net, web3, rpc, evm, debug, trace, txpool, personal, mnr, nodex, sco (see nodex --help)\n',
+    ],
     [["stray"], 'nodex: unexpected argument "stray" (see nodex --help)\n'],
   ])("%j exits 2 with one line naming the problem", async (args, message) => {
     const { code, stderr, stdout } = await runCli(args);
@@ -45,7 +75,9 @@ describe("usage", () => {
   it("names a bad environment variable", async () => {
     const { code, stderr } = await runCli(["--regtest"], { NODEX_RPC_PORT: "port" });
     expect(code).toBe(2);
-    expect(stderr).toBe('nodex: invalid value for NODEX_RPC_PORT: "port" is not a port number (0-65535) (see nodex --help)\n');
+    expect(stderr).toBe(
+      'nodex: invalid value for NODEX_RPC_PORT: "port" is not a port number (0-65535) (see nodex --help)\n',
+    );
   });
 
   it("names a bad config file setting", async () => {
@@ -69,9 +101,17 @@ describe("settings precedence: flag > env > file > preset", () => {
   it("takes the network from the file, overridden by env, overridden by a flag", async () => {
     const file = join(tmp, "net.json");
     writeFileSync(file, JSON.stringify({ network: "testnet", rpcMaxBatchSize: 2 }));
-    const fromFile = await startNode({ network: "--config", args: [file] });
-    const fromEnv = await startNode({ network: "--config", args: [file], env: { NODEX_NETWORK: "devnet" } });
-    const fromFlag = await startNode({ network: "--mainnet", args: ["--config", file], env: { NODEX_NETWORK: "devnet" } });
+    const fromFile = await startNode({ network: null, args: ["--config", file] });
+    const fromEnv = await startNode({
+      network: null,
+      args: ["--config", file],
+      env: { NODEX_NETWORK: "devnet" },
+    });
+    const fromFlag = await startNode({
+      network: "--mainnet",
+      args: ["--config", file],
+      env: { NODEX_NETWORK: "devnet" },
+    });
     try {
       expect((await call(fromFile.url, "eth_chainId")).result).toBe("0x1f");
       expect((await call(fromEnv.url, "eth_chainId")).result).toBe("0x20");
@@ -80,7 +120,9 @@ describe("settings precedence: flag > env > file > preset", () => {
       const batch = await fetch(fromFlag.url, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify([1, 2, 3].map((id) => ({ jsonrpc: "2.0", id, method: "eth_chainId", params: [] }))),
+        body: JSON.stringify(
+          [1, 2, 3].map((id) => ({ jsonrpc: "2.0", id, method: "eth_chainId", params: [] })),
+        ),
       });
       expect(((await batch.json()) as { error: { message: string } }).error.message).toBe(
         "invalid request: batch of 3 requests exceeds the limit of 2",
@@ -108,7 +150,15 @@ describe("lifecycle", () => {
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
     const port = (blocker.address() as { port: number }).port;
     try {
-      const { code, stderr } = await runCli(["--regtest", "--datadir", join(tmp, "busy"), "--rpc-port", String(port), "--log-format", "json"]);
+      const { code, stderr } = await runCli([
+        "--regtest",
+        "--datadir",
+        join(tmp, "busy"),
+        "--rpc-port",
+        String(port),
+        "--log-format",
+        "json",
+      ]);
       expect(code).toBe(1);
       expect(stderr).toContain(`cannot listen on 127.0.0.1:${port}: address already in use`);
     } finally {

@@ -64,7 +64,10 @@ describe("viem", () => {
 
   it("works with batching on", async () => {
     const client = createPublicClient({ transport: http(node.url, { batch: true }) });
-    const [chainId, blockNumber] = await Promise.all([client.getChainId(), client.getBlockNumber()]);
+    const [chainId, blockNumber] = await Promise.all([
+      client.getChainId(),
+      client.getBlockNumber(),
+    ]);
     expect(chainId).toBe(33);
     expect(blockNumber).toBe(0n);
   });

@@ -11,8 +11,8 @@ export interface StartOptions {
   /** Arguments after the defaults (`--regtest --datadir <tmp> --rpc-port 0 --log-format json`). */
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
-  /** Replace the default network flag. */
-  readonly network?: string;
+  /** Replace the default network flag; `null` for none. */
+  readonly network?: string | null;
 }
 
 export interface RunningNode {
@@ -33,7 +33,7 @@ export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
     process.execPath,
     [
       NODEX_BIN,
-      opts.network ?? "--regtest",
+      ...(opts.network === null ? [] : [opts.network ?? "--regtest"]),
       "--datadir",
       datadir,
       "--rpc-port",
@@ -50,15 +50,17 @@ export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
   child.stdout.on("data", (d: string) => {
     logs += d;
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once("exit", (code) => resolve(code)),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`nodex did not start:\n${logs}`)), 20_000);
     child.stderr.on("data", (d: string) => {
       logs += d;
-      const m = /"msg":"JSON-RPC server listening","url":"([^"]+)"/.exec(logs);
-      if (m) {
+      const line = logs.split("\n").find((l) => l.includes('"msg":"JSON-RPC server listening"'));
+      if (line?.endsWith("}")) {
         clearTimeout(timer);
-        resolve(m[1]!);
+        resolve((JSON.parse(line!) as { url: string }).url);
       }
     });
     child.once("exit", (code) => {
@@ -118,13 +120,23 @@ export async function send(
       : { body: typeof body === "string" ? body : JSON.stringify(body) }),
   });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: text === "" ? undefined : JSON.parse(text) };
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    json: text === "" ? undefined : JSON.parse(text),
+  };
 }
 
 /** One JSON-RPC call; returns the parsed response object. */
 export async function call(url: string, method: string, params: unknown[] = [], id: unknown = 1) {
   const res = await send(url, { jsonrpc: "2.0", id, method, params });
-  return res.json as { jsonrpc: string; id: unknown; result?: unknown; error?: { code: number; message: string } };
+  return res.json as {
+    jsonrpc: string;
+    id: unknown;
+    result?: unknown;
+    error?: { code: number; message: string };
+  };
 }
 
 /** Runs the CLI to completion (for --help, usage errors); resolves with code and output. */

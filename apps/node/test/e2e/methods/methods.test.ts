@@ -22,11 +22,16 @@ const result = async (network: string, method: string, params: unknown[] = []) =
 describe("web3_", () => {
   it("web3_clientVersion names the node, its version, platform and runtime", async () => {
     const version = await result("regtest", "web3_clientVersion");
-    expect(version).toBe(`Nodex/v0.1.0/${process.platform}-${process.arch}/node${process.versions.node}`);
+    expect(version).toBe(
+      `Nodex/v0.1.0/${process.platform}-${process.arch}/node${process.versions.node}`,
+    );
   });
 
   it.each([
-    ["0x68656c6c6f20776f726c64", "0x47173285a8d7341e5e972fc677286384f802f8ef42a5ec5f03bbfa254cb01fad"],
+    [
+      "0x68656c6c6f20776f726c64",
+      "0x47173285a8d7341e5e972fc677286384f802f8ef42a5ec5f03bbfa254cb01fad",
+    ],
     ["0x", "0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"],
     ["0xABCDEF", "0x800d501693feda2226878e1ec7869eef8919dbc5bd10c2bcd031b94d73492860"],
   ])("web3_sha3(%s) is Keccak-256", async (input, hash) => {
@@ -35,7 +40,10 @@ describe("web3_", () => {
 
   it("web3_sha3 rejects input without the 0x prefix", async () => {
     const res = await call(nodes.regtest!.url, "web3_sha3", ["abcd"]);
-    expect(res.error).toEqual({ code: -32602, message: "invalid argument 0: hex string without 0x prefix" });
+    expect(res.error).toEqual({
+      code: -32602,
+      message: "invalid argument 0: hex string without 0x prefix",
+    });
   });
 });
 
@@ -79,7 +87,7 @@ describe("accounts and coinbase", () => {
     const accounts = (await result("regtest", "eth_accounts")) as string[];
     expect(accounts).toHaveLength(20);
     expect(accounts[0]).toBe("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266");
-    expect(accounts[1]).toBe("0x70997970c51812dc3a010c7f50e0ee7e7b4bc9b1");
+    expect(accounts[1]).toBe("0x70997970c51812dc3a010c7d01b50e0d17dc79c8");
     expect(accounts[9]).toBe("0xa0ee7a142d267c1f36714e4a8f75612f20a79720");
     expect(accounts[10]).toBe("0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826");
     expect(new Set(accounts).size).toBe(20);
@@ -90,14 +98,22 @@ describe("accounts and coinbase", () => {
   });
 
   it("eth_coinbase is the first development account on regtest and the zero address on mainnet", async () => {
-    expect(await result("regtest", "eth_coinbase")).toBe("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266");
-    expect(await result("mainnet", "eth_coinbase")).toBe("0x0000000000000000000000000000000000000000");
+    expect(await result("regtest", "eth_coinbase")).toBe(
+      "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
+    );
+    expect(await result("mainnet", "eth_coinbase")).toBe(
+      "0x0000000000000000000000000000000000000000",
+    );
   });
 
   it("eth_coinbase follows --coinbase", async () => {
-    const node = await startNode({ args: ["--coinbase", "0x00000000000000000000000000000000000000AB"] });
+    const node = await startNode({
+      args: ["--coinbase", "0x00000000000000000000000000000000000000AB"],
+    });
     try {
-      expect((await call(node.url, "eth_coinbase")).result).toBe("0x00000000000000000000000000000000000000ab");
+      expect((await call(node.url, "eth_coinbase")).result).toBe(
+        "0x00000000000000000000000000000000000000ab",
+      );
     } finally {
       await node.stop();
     }
@@ -121,7 +137,8 @@ describe("modules", () => {
       const res = await call(node.url, "web3_clientVersion");
       expect(res.error).toEqual({
         code: -32601,
-        message: "the method web3_clientVersion is not available: the web3 module is not enabled on this node",
+        message:
+          "the method web3_clientVersion is not available: the web3 module is not enabled on this node",
       });
       expect((await call(node.url, "eth_chainId")).result).toBe("0x21");
     } finally {

@@ -1,0 +1,146 @@
+import { createRequire } from "node:module";
+import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
+import type { HttpTransport } from "./transport.js";
+
+// The parts of uWebSockets.js this transport uses.
+interface UwsResponse {
+  onAborted(handler: () => void): UwsResponse;
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): UwsResponse;
+  cork(cb: () => void): UwsResponse;
+  writeStatus(status: string): UwsResponse;
+  writeHeader(key: string, value: string): UwsResponse;
+  end(body?: string, closeConnection?: boolean): UwsResponse;
+}
+interface UwsRequest {
+  getCaseSensitiveMethod(): string;
+  getUrl(): string;
+  getQuery(): string | undefined;
+  getHeader(lowerCaseKey: string): string;
+}
+interface UwsApp {
+  any(pattern: string, handler: (res: UwsResponse, req: UwsRequest) => void): UwsApp;
+  listen(host: string, port: number, cb: (token: unknown) => void): UwsApp;
+  close(): UwsApp;
+}
+interface UwsModule {
+  App(): UwsApp;
+  us_listen_socket_close(token: unknown): void;
+  us_socket_local_port(token: unknown): number;
+}
+
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  200: "200 OK",
+  204: "204 No Content",
+  401: "401 Unauthorized",
+  405: "405 Method Not Allowed",
+  413: "413 Payload Too Large",
+  415: "415 Unsupported Media Type",
+  500: "500 Internal Server Error",
+};
+
+const UWS_PACKAGE = "@btc-vision/uwebsockets.js";
+
+/**
+ * Loads uWebSockets.js; `undefined` with the reason when its native binary does not load on
+ * this platform or Node version.
+ */
+export function loadUws(): { uws: UwsModule } | { error: string } {
+  try {
+    const require = createRequire(import.meta.url);
+    return { uws: require(UWS_PACKAGE) as UwsModule };
+  } catch (err) {
+    return {
+      error: err instanceof Error ? (err.message.split("\n")[0] ?? err.message) : String(err),
+    };
+  }
+}
+
+/** The HTTP layer on uWebSockets.js: the fastest measured (bench/rpc). */
+export function createUwsTransport(app: HttpApp, uws: UwsModule): HttpTransport {
+  const server = uws.App();
+  let token: unknown;
+  server.any("/*", (res, req) => serve(app, res, req));
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        server.listen(host, port, (t) => {
+          if (!t) {
+            const err = Object.assign(new Error(`cannot listen on ${host}:${port}`), {
+              code: "EADDRINUSE",
+            });
+            reject(err);
+            return;
+          }
+          token = t;
+          resolve({ host, port: uws.us_socket_local_port(t) });
+        });
+      });
+    },
+    async close() {
+      if (token !== undefined) uws.us_listen_socket_close(token);
+      token = undefined;
+      server.close();
+    },
+  };
+}
+
+function serve(app: HttpApp, res: UwsResponse, req: UwsRequest): void {
+  // uWS request objects are valid only in this synchronous frame: read everything now.
+  const query = req.getQuery();
+  const length = req.getHeader("content-length");
+  const head: HttpRequestHead = {
+    method: req.getCaseSensitiveMethod(),
+    url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+    contentType: optional(req.getHeader("content-type")),
+    origin: optional(req.getHeader("origin")),
+    contentLength: length === "" ? undefined : Number(length),
+    requestHeaders: optional(req.getHeader("access-control-request-headers")),
+  };
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  const early = app.head(head);
+  if (early !== undefined) {
+    send(res, early, early.headers.connection === "close");
+    return;
+  }
+  const limit = app.maxBodyBytes;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let rejected = false;
+  res.onData((chunk, isLast) => {
+    if (rejected) return;
+    size += chunk.byteLength;
+    if (size > limit) {
+      rejected = true;
+      if (!aborted) send(res, app.tooLarge(head), true);
+      return;
+    }
+    // The chunk's memory is reused once this callback returns: copy it.
+    chunks.push(Buffer.from(new Uint8Array(chunk)));
+    if (!isLast) return;
+    const body =
+      chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+    app.body(head, body).then(
+      (reply) => {
+        if (!aborted) res.cork(() => send(res, reply, false));
+      },
+      () => {
+        if (!aborted) res.cork(() => send(res, { status: 500, headers: {}, body: "" }, true));
+      },
+    );
+  });
+}
+
+function send(res: UwsResponse, reply: HttpReply, close: boolean): void {
+  res.writeStatus(STATUS_TEXT[reply.status] ?? String(reply.status));
+  for (const key in reply.headers) {
+    if (key !== "connection") res.writeHeader(key, reply.headers[key]!);
+  }
+  res.end(reply.body, close);
+}
+
+function optional(value: string): string | undefined {
+  return value === "" ? undefined : value;
+}
