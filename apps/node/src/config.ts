@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { defaultRPCOptions, type RPCOptions } from "@nodex/rpc";
+import { defaultRPCOptions, type HttpLayer, type RPCOptions } from "@nodex/rpc";
 import {
   type LogLevel,
   type ModuleName,
@@ -101,6 +101,7 @@ export function parseCommandLine(environment: Environment): Command {
     maxBatchSize: pick<number>("rpcMaxBatchSize") ?? defaultRPCOptions.maxBatchSize,
     maxResponseBytes: pick<number>("rpcMaxResponseBytes") ?? defaultRPCOptions.maxResponseBytes,
     timeoutMs: pick<number>("rpcTimeoutMs") ?? defaultRPCOptions.timeoutMs,
+    httpLayer: pick<HttpLayer>("rpcHttpLayer") ?? defaultRPCOptions.httpLayer,
   };
   const config: NodeConfig = {
     network,

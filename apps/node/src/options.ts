@@ -1,3 +1,4 @@
+import { HTTP_LAYERS } from "@nodex/rpc";
 import { isNetworkName, LOG_LEVELS, MODULE_NAMES, NETWORK_NAMES } from "@nodex/types";
 
 /** How the text of one setting becomes its value; throws `Error` with the reason when it can't. */
@@ -175,6 +176,16 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "time limit of one request in milliseconds, 0 for none",
     defaultText: "0 in local mode, 5000 in hosted mode",
     parse: integer(0, 3_600_000, "a time in milliseconds"),
+  },
+  {
+    key: "rpcHttpLayer",
+    flag: "--rpc-http-layer",
+    env: "NODEX_RPC_HTTP_LAYER",
+    valueName: "LAYER",
+    description:
+      "HTTP layer: uws (uWebSockets.js, falls back to node where it cannot load) or node (node:http)",
+    defaultText: "uws",
+    parse: oneOf(HTTP_LAYERS),
   },
   {
     key: "coinbase",

@@ -3,6 +3,7 @@ export { Dispatcher, errorResponse } from "./dispatcher.js";
 export { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 export type { HealthReport, HttpAppOptions, HttpReply, HttpRequestHead } from "./http/app.js";
 export { HttpApp } from "./http/app.js";
+export { chooseTransport } from "./http/index.js";
 export { createNodeHttpTransport } from "./http/nodeHttp.js";
 export type { HttpTransport, HttpTransportFactory } from "./http/transport.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
@@ -10,6 +11,8 @@ export {
   defaultRPCOptions,
   HOSTED_DEFAULT_TIMEOUT_MS,
   HOSTED_OFF_MODULES,
+  HTTP_LAYERS,
+  type HttpLayer,
   type RPCOptions,
 } from "./options.js";
 export type { AnyParamSpec, ParamSpec, ParamValues } from "./params.js";

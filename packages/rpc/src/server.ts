@@ -1,7 +1,7 @@
 import type { Logger, ModuleName } from "@nodex/types";
 import { Dispatcher } from "./dispatcher.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
-import { createNodeHttpTransport } from "./http/nodeHttp.js";
+import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { builtinModules } from "./modules/index.js";
 import { rpcModule } from "./modules/rpc.js";
@@ -14,7 +14,7 @@ export interface RPCServerDeps {
   readonly logger: Logger;
   /** Extra modules (tests, later packages); the built-in ones are always present. */
   readonly modules?: readonly ModuleDefinition[];
-  /** The HTTP layer; defaults to the measured best one. */
+  /** Overrides `opts.httpLayer` (tests, embedding). */
   readonly transport?: HttpTransportFactory;
 }
 
@@ -58,7 +58,11 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     { apiKeys: opts.apiKeys, corsOrigins: opts.corsOrigins, maxBodyBytes: opts.maxBodyBytes },
     { dispatcher, health },
   );
-  const transport = (deps.transport ?? createNodeHttpTransport)(app);
+  const chosen =
+    deps.transport === undefined
+      ? chooseTransport(opts.httpLayer, log)
+      : { layer: "custom", factory: deps.transport };
+  const transport = chosen.factory(app);
   let bound: { host: string; port: number } | undefined;
   return {
     registry,
@@ -69,6 +73,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       log.info("JSON-RPC server listening", {
         url: `http://${bound.host}:${bound.port}`,
         mode: hosted ? "hosted" : "local",
+        http: chosen.layer,
         modules: registry.enabledModules(),
       });
       return bound;

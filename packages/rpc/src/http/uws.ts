@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
 import type { HttpTransport } from "./transport.js";
 
@@ -20,7 +21,6 @@ interface UwsRequest {
 interface UwsApp {
   any(pattern: string, handler: (res: UwsResponse, req: UwsRequest) => void): UwsApp;
   listen(host: string, port: number, cb: (token: unknown) => void): UwsApp;
-  close(): UwsApp;
 }
 interface UwsModule {
   App(): UwsApp;
@@ -38,20 +38,23 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   500: "500 Internal Server Error",
 };
 
-const UWS_PACKAGE = "@btc-vision/uwebsockets.js";
+/** uWebSockets.js as Ganache publishes it on npm (prebuilt for Node 16, 18 and 20). */
+const UWS_PACKAGE = "@trufflesuite/uws-js-unofficial";
 
 /**
- * Loads uWebSockets.js; `undefined` with the reason when its native binary does not load on
- * this platform or Node version.
+ * Loads the native uWebSockets.js binary for this platform and Node version, or says why it
+ * can't. The package's own entry would fall back to a slow JS imitation and print to the
+ * console; node:http is the better fallback, so load the binary directly.
  */
 export function loadUws(): { uws: UwsModule } | { error: string } {
+  const require = createRequire(import.meta.url);
+  const binary = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
   try {
-    const require = createRequire(import.meta.url);
-    return { uws: require(UWS_PACKAGE) as UwsModule };
+    const root = dirname(require.resolve(`${UWS_PACKAGE}/package.json`));
+    return { uws: require(join(root, "binaries", binary)) as UwsModule };
   } catch (err) {
-    return {
-      error: err instanceof Error ? (err.message.split("\n")[0] ?? err.message) : String(err),
-    };
+    const why = err instanceof Error ? err.message.split("\n")[0] : String(err);
+    return { error: `no usable ${binary} in ${UWS_PACKAGE}: ${why}` };
   }
 }
 
@@ -77,9 +80,10 @@ export function createUwsTransport(app: HttpApp, uws: UwsModule): HttpTransport 
       });
     },
     async close() {
+      // Stops accepting. This uWS version cannot drop open keep-alive connections; they end
+      // when the process exits.
       if (token !== undefined) uws.us_listen_socket_close(token);
       token = undefined;
-      server.close();
     },
   };
 }
