@@ -30,8 +30,11 @@ export function ensureInstalled() {
   const marker = join(root, "node_modules", ".package-lock.json");
   const lock = join(root, "package-lock.json");
   if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
-  console.error("Installing dependencies (npm ci)...");
-  mustRun("npm ci", "npm", ["ci", "--no-audit", "--no-fund"]);
+  // `npm install` rather than `npm ci`: the lockfile lists the optional platform binaries
+  // (biome, turbo) only for the platforms the registry served, and `npm ci` refuses such a
+  // lock. `npm install` follows the lock for everything it lists and leaves it unchanged.
+  console.error("Installing dependencies (npm install)...");
+  mustRun("npm install", "npm", ["install", "--no-audit", "--no-fund"]);
 }
 
 /** Builds every package (incremental; turbo caches unchanged packages). */
