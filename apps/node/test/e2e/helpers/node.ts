@@ -54,7 +54,11 @@ export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
     child.once("exit", (code) => resolve(code)),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`nodex did not start:\n${logs}`)), 20_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      rmSync(datadir, { recursive: true, force: true });
+      reject(new Error(`nodex did not start:\n${logs}`));
+    }, 20_000);
     child.stderr.on("data", (d: string) => {
       logs += d;
       const line = logs.split("\n").find((l) => l.includes('"msg":"JSON-RPC server listening"'));
