@@ -58,7 +58,8 @@ export class Dispatcher {
     }
     const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
     if (!Array.isArray(parsed)) {
-      const out = await this.#handleOne(parsed, ctx, deadline);
+      const pending = this.#handleOne(parsed, ctx, deadline);
+      const out = typeof pending === "object" ? await pending : pending;
       if (
         out !== undefined &&
         out.length > this.#opts.maxResponseBytes &&
@@ -83,11 +84,15 @@ export class Dispatcher {
         ),
       );
     }
-    const outs = await Promise.all(parsed.map((req) => this.#handleOne(req, ctx, deadline)));
+    // Most methods answer synchronously: await only when some member is still running.
+    let outs: Array<DispatchOutput | Promise<DispatchOutput>> = parsed.map((req) =>
+      this.#handleOne(req, ctx, deadline),
+    );
+    if (outs.some((out) => typeof out === "object")) outs = await Promise.all(outs);
     const parts: string[] = [];
     let size = 2;
     for (let i = 0; i < outs.length; i++) {
-      let out = outs[i];
+      let out = outs[i] as DispatchOutput;
       if (out === undefined) continue;
       size += byteLength(out) + 1;
       if (size > this.#opts.maxResponseBytes) {
@@ -98,33 +103,54 @@ export class Dispatcher {
     return parts.length === 0 ? undefined : `[${parts.join(",")}]`;
   }
 
-  async #handleOne(req: unknown, ctx: CallContext, deadline: number): Promise<DispatchOutput> {
+  /** One request's serialized response; a promise only when its handler is asynchronous. */
+  #handleOne(
+    req: unknown,
+    ctx: CallContext,
+    deadline: number,
+  ): DispatchOutput | Promise<DispatchOutput> {
     const call = validateRequest(req);
     if (call instanceof RPCError) return errorResponse(idOf(req), call);
-    const result = await this.#call(call, ctx, deadline);
-    if (call.notification) return undefined;
-    return result instanceof RPCError ? errorResponse(call.id, result) : result;
-  }
-
-  /** Runs one call; returns the serialized success response, or the error to answer. */
-  async #call(call: ValidCall, ctx: CallContext, deadline: number): Promise<string | RPCError> {
     const found = this.#deps.registry.lookup(call.method);
-    if (found instanceof RPCError) return found;
+    if (found instanceof RPCError)
+      return call.notification ? undefined : errorResponse(call.id, found);
+    let value: unknown;
     try {
       const decoded = decodeParams(found.spec.params, call.params);
       if (decoded.error !== undefined) {
-        return new RPCError(RPCErrorCode.INVALID_PARAMS, decoded.error);
+        return call.notification
+          ? undefined
+          : errorResponse(call.id, new RPCError(RPCErrorCode.INVALID_PARAMS, decoded.error));
       }
-      let value = found.spec.handler(this.#deps.services, decoded.value, ctx);
-      if (value instanceof Promise) value = await withDeadline(value, deadline, call.method);
-      const result = found.spec.result(value);
-      return `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${JSON.stringify(result)}}`;
+      value = found.spec.handler(this.#deps.services, decoded.value, ctx);
     } catch (err) {
-      if (isUnexpectedError(err)) {
-        this.#log.error("RPC method failed", { method: call.method, err: describe(err) });
-      }
-      return toRPCError(err);
+      return this.#failure(call, err);
     }
+    if (value instanceof Promise) {
+      return withDeadline(value, deadline, call.method).then(
+        (v) => this.#success(call, found.spec.result, v),
+        (err: unknown) => this.#failure(call, err),
+      );
+    }
+    return this.#success(call, found.spec.result, value);
+  }
+
+  #success(call: ValidCall, encode: (value: never) => unknown, value: unknown): DispatchOutput {
+    if (call.notification) return undefined;
+    let json: string;
+    try {
+      json = JSON.stringify(encode(value as never));
+    } catch (err) {
+      return this.#failure(call, err);
+    }
+    return `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${json}}`;
+  }
+
+  #failure(call: ValidCall, err: unknown): DispatchOutput {
+    if (isUnexpectedError(err)) {
+      this.#log.error("RPC method failed", { method: call.method, err: describe(err) });
+    }
+    return call.notification ? undefined : errorResponse(call.id, toRPCError(err));
   }
 
   #responseTooLarge(): RPCError {

@@ -28,6 +28,14 @@ const test = defineModule("debug", {
     result: r.string,
     handler: () => new Promise<string>((resolve) => setTimeout(() => resolve("late"), 200)),
   }),
+  negative: method({ params: [], result: r.quantity, handler: () => -1n }),
+  asyncFail: method({
+    params: [],
+    result: r.json,
+    handler: async () => {
+      throw new Error("async failure");
+    },
+  }),
   big: method({
     params: [p.quantity],
     result: r.string,
@@ -92,6 +100,28 @@ describe("Dispatcher", () => {
     expect(res.error).toEqual({ code: -32603, message: "internal error" });
     const domain = await run(dispatcher(), req("debug_domain"));
     expect(domain.error).toEqual({ code: -32603, message: "internal error" });
+  });
+
+  it("answers a result its encoder cannot encode, and an async failure, with -32603", async () => {
+    expect((await run(dispatcher(), req("debug_negative"))).error).toEqual({
+      code: -32603,
+      message: "internal error",
+    });
+    expect((await run(dispatcher(), req("debug_asyncFail"))).error).toEqual({
+      code: -32603,
+      message: "internal error",
+    });
+  });
+
+  it("mixes synchronous and asynchronous members in a batch, in order", async () => {
+    const res = await run(dispatcher(), [
+      req("debug_slow", [], 1),
+      req("debug_echo", ["0x2"], 2),
+      req("debug_slow", [], 3),
+    ]);
+    expect(res.map((r: { id: number }) => r.id)).toEqual([1, 2, 3]);
+    expect(res[0].result).toBe("late");
+    expect(res[1].result).toEqual({ n: "2", flag: true });
   });
 
   it("answers a call over the time limit with -32011", async () => {
