@@ -39,11 +39,13 @@ export class Dispatcher {
   readonly #opts: DispatcherOptions;
   readonly #deps: DispatcherDeps;
   readonly #log: Logger;
+  readonly #debug: boolean;
 
   constructor(opts: DispatcherOptions, deps: DispatcherDeps) {
     this.#opts = opts;
     this.#deps = deps;
     this.#log = deps.logger;
+    this.#debug = deps.logger.isLevelEnabled("debug");
   }
 
   async dispatch(body: string, ctx: CallContext): Promise<DispatchOutput> {
@@ -112,6 +114,7 @@ export class Dispatcher {
     const call = validateRequest(req);
     if (call instanceof RPCError) return errorResponse(idOf(req), call);
     const found = this.#deps.registry.lookup(call.method);
+    if (this.#debug) this.#log.debug("RPC call", { method: call.method, id: call.id });
     if (found instanceof RPCError)
       return call.notification ? undefined : errorResponse(call.id, found);
     let value: unknown;

@@ -168,6 +168,7 @@ describe("lifecycle", () => {
 
   it("writes structured JSON log lines", async () => {
     const node = await startNode({ args: ["--log-level", "debug"] });
+    await call(node.url, "eth_chainId", [], 42);
     await node.stop();
     const lines = node.logs().trim().split("\n");
     for (const line of lines) {
@@ -177,5 +178,9 @@ describe("lifecycle", () => {
       expect(entry).toHaveProperty("msg");
     }
     expect(lines.some((l) => l.includes('"msg":"Starting nodex"'))).toBe(true);
+    const calls = lines.map((l) => JSON.parse(l)).filter((e) => e.msg === "RPC call");
+    expect(calls).toEqual([
+      expect.objectContaining({ level: "debug", module: "rpc", method: "eth_chainId", id: 42 }),
+    ]);
   });
 });
