@@ -127,6 +127,17 @@ describe.each(["uws", "node"])("with --rpc-http-layer %s", (layer) => {
       expect(res.json).toEqual({ jsonrpc: "2.0", id: 1, result: "0x21" });
     });
 
+    it("answers a 20 MB body with 413 under the default 5 MiB limit, not a reset", async () => {
+      const big = { ...chainId, params: ["x".repeat(20_000_000)] };
+      const res = await send(mainnet.url, big);
+      expect(res.status).toBe(413);
+      expect(res.json).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: "request body too large: the limit is 5242880 bytes" },
+      });
+    });
+
     it("keeps serving after rejecting a large body", async () => {
       await send(node.url, { ...chainId, params: ["x".repeat(10_000)] });
       const res = await send(node.url, chainId);

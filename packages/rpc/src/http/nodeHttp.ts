@@ -44,7 +44,8 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
   const early = app.head(head);
   if (early !== undefined) {
     send(res, early);
-    if (early.headers.connection === "close") req.destroy();
+    // Drop the connection once the answer is out rather than read a body we refuse.
+    if (early.headers.connection === "close") res.once("finish", () => req.destroy());
     else req.resume();
     return;
   }
