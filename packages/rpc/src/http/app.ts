@@ -47,6 +47,12 @@ const ALLOWED_METHODS = "POST, OPTIONS";
  */
 export class HttpApp {
   readonly maxBodyBytes: number;
+  /**
+   * How far past `maxBodyBytes` a transport keeps reading (and discarding) an oversized body
+   * before it answers 413. Answering and closing while the client still uploads makes the
+   * client see a reset instead of the 413; beyond this bound the upload is cut off anyway.
+   */
+  readonly drainBytes: number;
   readonly hosted: boolean;
   readonly #keyDigests: ReadonlySet<string>;
   readonly #corsAny: boolean;
@@ -57,6 +63,7 @@ export class HttpApp {
 
   constructor(opts: HttpAppOptions, deps: HttpAppDeps) {
     this.maxBodyBytes = opts.maxBodyBytes;
+    this.drainBytes = Math.max(4 * opts.maxBodyBytes, 64 * 1024 * 1024);
     this.hosted = opts.apiKeys.length > 0;
     this.#keyDigests = new Set(opts.apiKeys.map(digest));
     this.#corsAny = opts.corsOrigins.includes("*");
@@ -92,7 +99,10 @@ export class HttpApp {
         `unsupported content type ${JSON.stringify(req.contentType ?? "")}: send application/json`,
       );
     }
-    if (req.contentLength !== undefined && req.contentLength > this.maxBodyBytes) {
+    if (
+      req.contentLength !== undefined &&
+      req.contentLength > this.maxBodyBytes + this.drainBytes
+    ) {
       return this.tooLarge(req);
     }
     return undefined;

@@ -49,35 +49,51 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
     else req.resume();
     return;
   }
-  const body = await readBody(req, app.maxBodyBytes);
-  if (body === undefined) {
+  const body = await readBody(req, app.maxBodyBytes, app.drainBytes);
+  if (body === TOO_LARGE || body === CUT_OFF) {
     send(res, app.tooLarge(head));
-    res.on("finish", () => req.destroy());
+    if (body === CUT_OFF) res.once("finish", () => req.destroy());
     return;
   }
   send(res, await app.body(head, body));
 }
 
-/** Reads the whole body as UTF-8; `undefined` when it grows past `limit` bytes. */
-function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
+const TOO_LARGE = Symbol("body over the limit, read to its end");
+const CUT_OFF = Symbol("body over the limit and the drain bound, not read to its end");
+
+/**
+ * Reads the whole body as UTF-8. Past `limit` bytes it keeps reading and discarding, so the
+ * 413 reaches a client that is still uploading; past `limit + drain` it stops reading.
+ */
+function readBody(
+  req: IncomingMessage,
+  limit: number,
+  drain: number,
+): Promise<string | typeof TOO_LARGE | typeof CUT_OFF> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
+      if (size <= limit) {
+        chunks.push(chunk);
+      } else if (size > limit + drain) {
         req.off("data", onData);
         req.pause();
-        resolve(undefined);
-        return;
+        resolve(CUT_OFF);
+      } else {
+        chunks = [];
       }
-      chunks.push(chunk);
     };
     req.on("data", onData);
     req.once("end", () => {
-      resolve(
-        chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"),
-      );
+      if (size > limit) resolve(TOO_LARGE);
+      else
+        resolve(
+          chunks.length === 1
+            ? chunks[0]!.toString("utf8")
+            : Buffer.concat(chunks).toString("utf8"),
+        );
     });
     req.once("error", reject);
   });

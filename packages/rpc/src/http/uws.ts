@@ -117,8 +117,13 @@ function serve(app: HttpApp, res: UwsResponse, req: UwsRequest): void {
     if (rejected) return;
     size += chunk.byteLength;
     if (size > limit) {
-      rejected = true;
-      if (!aborted) send(res, app.tooLarge(head), true);
+      // Read (and discard) the rest so the client, still uploading, gets the 413 rather than
+      // a reset; past the drain bound, answer and close at once.
+      chunks.length = 0;
+      if (isLast || size > limit + app.drainBytes) {
+        rejected = true;
+        if (!aborted) send(res, app.tooLarge(head), true);
+      }
       return;
     }
     // The chunk's memory is reused once this callback returns: copy it.
