@@ -118,6 +118,31 @@ describe.each(["uws", "node"])("with --rpc-http-layer %s", (layer) => {
       expect(res.status).toBe(413);
     });
 
+    it("assembles a valid body sent in many chunks", async () => {
+      const text = JSON.stringify([1, 2, 3].map((id) => ({ ...chainId, id })));
+      const pieces = text.match(/.{1,7}/g)!;
+      const stream = new ReadableStream({
+        async pull(controller) {
+          const next = pieces.shift();
+          if (next === undefined) controller.close();
+          else {
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            controller.enqueue(new TextEncoder().encode(next));
+          }
+        },
+      });
+      const res = await fetch(node.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: stream,
+        duplex: "half",
+      } as RequestInit);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual(
+        [1, 2, 3].map((id) => ({ jsonrpc: "2.0", id, result: "0x21" })),
+      );
+    });
+
     it("accepts a body just under the limit", async () => {
       const body = JSON.stringify(chainId);
       const padded = body.replace("{", `{${" ".repeat(2048 - body.length)}`);

@@ -126,11 +126,16 @@ function serve(app: HttpApp, res: UwsResponse, req: UwsRequest): void {
       }
       return;
     }
-    // The chunk's memory is reused once this callback returns: copy it.
-    chunks.push(Buffer.from(new Uint8Array(chunk)));
-    if (!isLast) return;
-    const body =
-      chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+    let body: string;
+    if (isLast && chunks.length === 0) {
+      // The whole body in one chunk: decode it now, while its memory is still valid.
+      body = Buffer.from(chunk).toString("utf8");
+    } else {
+      // The chunk's memory is reused once this callback returns: copy it.
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (!isLast) return;
+      body = Buffer.concat(chunks).toString("utf8");
+    }
     app.body(head, body).then(
       (reply) => {
         if (!aborted) res.cork(() => send(res, reply, false));
