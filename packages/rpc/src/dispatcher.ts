@@ -48,7 +48,11 @@ export class Dispatcher {
     this.#debug = deps.logger.isLevelEnabled("debug");
   }
 
-  async dispatch(body: string, ctx: CallContext): Promise<DispatchOutput> {
+  /**
+   * Answers one HTTP body. Synchronous when every method in it is (most are), so the HTTP
+   * layer can write the answer without waiting for another turn of the event loop.
+   */
+  dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
@@ -60,16 +64,10 @@ export class Dispatcher {
     }
     const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
     if (!Array.isArray(parsed)) {
-      const pending = this.#handleOne(parsed, ctx, deadline);
-      const out = typeof pending === "object" ? await pending : pending;
-      if (
-        out !== undefined &&
-        out.length > this.#opts.maxResponseBytes &&
-        byteLength(out) > this.#opts.maxResponseBytes
-      ) {
-        return errorResponse(idOf(parsed), this.#responseTooLarge());
-      }
-      return out;
+      const out = this.#handleOne(parsed, ctx, deadline);
+      return typeof out === "object"
+        ? out.then((o) => this.#limitSingle(parsed, o))
+        : this.#limitSingle(parsed, out);
     }
     if (parsed.length === 0) {
       return errorResponse(
@@ -86,19 +84,37 @@ export class Dispatcher {
         ),
       );
     }
-    // Most methods answer synchronously: await only when some member is still running.
-    let outs: Array<DispatchOutput | Promise<DispatchOutput>> = parsed.map((req) =>
-      this.#handleOne(req, ctx, deadline),
-    );
-    if (outs.some((out) => typeof out === "object")) outs = await Promise.all(outs);
+    const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline));
+    return outs.some((out) => typeof out === "object")
+      ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done))
+      : this.#joinBatch(parsed, outs as DispatchOutput[]);
+  }
+
+  #limitSingle(req: unknown, out: DispatchOutput): DispatchOutput {
+    const limit = this.#opts.maxResponseBytes;
+    if (out !== undefined && out.length > limit / 3 && byteLength(out) > limit) {
+      return errorResponse(idOf(req), this.#responseTooLarge());
+    }
+    return out;
+  }
+
+  /** Batch answers in request order; members past the response size limit get -32011. */
+  #joinBatch(reqs: readonly unknown[], outs: readonly DispatchOutput[]): DispatchOutput {
     const parts: string[] = [];
+    let chars = 2;
+    for (const out of outs) if (out !== undefined) chars += out.length + 1;
+    // A string's UTF-8 form is at most 3 bytes per UTF-16 unit: count bytes only near the limit.
+    if (chars * 3 <= this.#opts.maxResponseBytes) {
+      for (const out of outs) if (out !== undefined) parts.push(out);
+      return parts.length === 0 ? undefined : `[${parts.join(",")}]`;
+    }
     let size = 2;
     for (let i = 0; i < outs.length; i++) {
-      let out = outs[i] as DispatchOutput;
+      let out = outs[i];
       if (out === undefined) continue;
       size += byteLength(out) + 1;
       if (size > this.#opts.maxResponseBytes) {
-        out = errorResponse(idOf(parsed[i]), this.#responseTooLarge());
+        out = errorResponse(idOf(reqs[i]), this.#responseTooLarge());
       }
       parts.push(out);
     }

@@ -39,6 +39,14 @@ export interface HttpAppDeps {
 }
 
 const JSON_TYPES = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
+const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/json",
+});
+
+function isJsonType(contentType: string | undefined): boolean {
+  const type = contentType?.split(";", 1)[0]?.trim().toLowerCase();
+  return type !== undefined && JSON_TYPES.has(type);
+}
 const ALLOWED_METHODS = "POST, OPTIONS";
 
 /**
@@ -91,8 +99,8 @@ export class HttpApp {
     if (this.hosted && !this.#keyDigests.has(digest(lastSegment(path)))) {
       return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
     }
-    const type = req.contentType?.split(";", 1)[0]?.trim().toLowerCase();
-    if (type === undefined || !JSON_TYPES.has(type)) {
+    const type = req.contentType;
+    if (type !== "application/json" && !isJsonType(type)) {
       return this.#error(
         req,
         415,
@@ -120,12 +128,15 @@ export class HttpApp {
     );
   }
 
-  async body(req: HttpRequestHead, body: string): Promise<HttpReply> {
-    const out = await this.#deps.dispatcher.dispatch(
+  /** The answer to a body; synchronous when every method in it is. */
+  body(req: HttpRequestHead, body: string): HttpReply | Promise<HttpReply> {
+    const out = this.#deps.dispatcher.dispatch(
       body,
       this.hosted ? this.#hostedCtx : this.#localCtx,
     );
-    return this.#json(req, 200, out ?? "");
+    return typeof out === "object"
+      ? out.then((o) => this.#json(req, 200, o ?? ""))
+      : this.#json(req, 200, out ?? "");
   }
 
   #preflight(req: HttpRequestHead): HttpReply {
@@ -153,8 +164,9 @@ export class HttpApp {
     body: string,
     extra?: Record<string, string>,
   ): HttpReply {
-    const headers: Record<string, string> = { "content-type": "application/json", ...extra };
     const origin = this.#allowedOrigin(req.origin);
+    if (origin === undefined && extra === undefined) return { status, headers: JSON_HEADERS, body };
+    const headers: Record<string, string> = { ...JSON_HEADERS, ...extra };
     if (origin !== undefined) {
       headers["access-control-allow-origin"] = origin;
       if (origin !== "*") headers.vary = "Origin";

@@ -55,7 +55,8 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
     if (body === CUT_OFF) res.once("finish", () => req.destroy());
     return;
   }
-  send(res, await app.body(head, body));
+  const reply = app.body(head, body);
+  send(res, reply instanceof Promise ? await reply : reply);
 }
 
 const TOO_LARGE = Symbol("body over the limit, read to its end");

@@ -28,6 +28,8 @@ interface UwsModule {
   us_socket_local_port(token: unknown): number;
 }
 
+const INTERNAL_ERROR: HttpReply = { status: 500, headers: {}, body: "" };
+
 const STATUS_TEXT: Readonly<Record<number, string>> = {
   200: "200 OK",
   204: "204 No Content",
@@ -91,14 +93,16 @@ export function createUwsTransport(app: HttpApp, uws: UwsModule): HttpTransport 
 function serve(app: HttpApp, res: UwsResponse, req: UwsRequest): void {
   // uWS request objects are valid only in this synchronous frame: read everything now.
   const query = req.getQuery();
+  const method = req.getCaseSensitiveMethod();
   const length = req.getHeader("content-length");
   const head: HttpRequestHead = {
-    method: req.getCaseSensitiveMethod(),
+    method,
     url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
     contentType: optional(req.getHeader("content-type")),
     origin: optional(req.getHeader("origin")),
     contentLength: length === "" ? undefined : Number(length),
-    requestHeaders: optional(req.getHeader("access-control-request-headers")),
+    requestHeaders:
+      method === "OPTIONS" ? optional(req.getHeader("access-control-request-headers")) : undefined,
   };
   let aborted = false;
   res.onAborted(() => {
@@ -136,12 +140,23 @@ function serve(app: HttpApp, res: UwsResponse, req: UwsRequest): void {
       if (!isLast) return;
       body = Buffer.concat(chunks).toString("utf8");
     }
-    app.body(head, body).then(
-      (reply) => {
-        if (!aborted) res.cork(() => send(res, reply, false));
+    let reply: HttpReply | Promise<HttpReply>;
+    try {
+      reply = app.body(head, body);
+    } catch {
+      reply = INTERNAL_ERROR;
+    }
+    if (!(reply instanceof Promise)) {
+      // Still inside uWS's callback: writes are corked already.
+      send(res, reply, false);
+      return;
+    }
+    reply.then(
+      (r) => {
+        if (!aborted) res.cork(() => send(res, r, false));
       },
       () => {
-        if (!aborted) res.cork(() => send(res, { status: 500, headers: {}, body: "" }, true));
+        if (!aborted) res.cork(() => send(res, INTERNAL_ERROR, true));
       },
     );
   });
