@@ -33,3 +33,37 @@ export {
   networkByChainId,
 } from "./networks.js";
 export { encodeQuantity, parseQuantity } from "./quantity.js";
+export type { Block } from "./rlp/block.js";
+export { decodeBlock, encodeBlock, unclesHash } from "./rlp/block.js";
+export type { RLPItem } from "./rlp/codec.js";
+export {
+  bigintToBytes,
+  bytesToBigint,
+  DecodeError,
+  DecodeErrorCode,
+  rlpDecode,
+  rlpEncode,
+  rlpListOfEncoded,
+} from "./rlp/codec.js";
+export type { BlockHeader } from "./rlp/header.js";
+export {
+  decodeHeader,
+  encodeHeader,
+  FORK_DETECTION_HEIGHT,
+  HEADER_FIELD_COUNT,
+  hashForMergedMiningBase,
+  headerHash,
+  MAX_EXTRA_DATA_BYTES,
+  withForkDetectionData,
+} from "./rlp/header.js";
+export type { Log, Receipt } from "./rlp/receipt.js";
+export { decodeReceipt, encodeReceipt } from "./rlp/receipt.js";
+export type { SignedTransaction, UnsignedTransaction } from "./rlp/transaction.js";
+export {
+  contractAddress,
+  decodeTransaction,
+  signingHash,
+  signTransaction,
+  TransactionError,
+  TransactionErrorCode,
+} from "./rlp/transaction.js";

@@ -1,0 +1,33 @@
+import { keccak256 } from "../hex.js";
+import { expectList, rlpDecode, rlpListOfEncoded } from "./codec.js";
+import { type BlockHeader, encodeHeader, headerFromItem } from "./header.js";
+import { type SignedTransaction, transactionFromItem } from "./transaction.js";
+
+/** A block as stored and sent to peers: `[header, [transactions], [uncle headers]]`. */
+export interface Block {
+  readonly header: BlockHeader;
+  readonly transactions: readonly SignedTransaction[];
+  readonly uncles: readonly BlockHeader[];
+}
+
+export function encodeBlock(block: Block): Uint8Array {
+  return rlpListOfEncoded([
+    encodeHeader(block.header),
+    rlpListOfEncoded(block.transactions.map((tx) => tx.raw)),
+    rlpListOfEncoded(block.uncles.map(encodeHeader)),
+  ]);
+}
+
+export function decodeBlock(bytes: Uint8Array): Block {
+  const [header, txs, uncles] = expectList(rlpDecode(bytes, "block"), "block", 3);
+  return {
+    header: headerFromItem(header!),
+    transactions: expectList(txs!, "block transactions").map((item) => transactionFromItem(item)),
+    uncles: expectList(uncles!, "block uncles").map(headerFromItem),
+  };
+}
+
+/** `sha3Uncles`: keccak256 of the RLP list of the uncles' full headers. */
+export function unclesHash(uncles: readonly BlockHeader[]): Uint8Array {
+  return keccak256(rlpListOfEncoded(uncles.map(encodeHeader)));
+}

@@ -1,0 +1,89 @@
+import { decode, encode, type NestedUint8Array } from "@ethereumjs/rlp";
+import { NodexError } from "../errors.js";
+
+export const DecodeErrorCode = { INVALID_RLP: "TYPES_INVALID_RLP" } as const;
+
+/** A byte string that is not a valid encoding of what was expected. */
+export class DecodeError extends NodexError<typeof DecodeErrorCode.INVALID_RLP> {
+  constructor(message: string, meta: Record<string, unknown> = {}) {
+    super(DecodeErrorCode.INVALID_RLP, message, meta);
+    this.name = "DecodeError";
+  }
+}
+
+export type RLPItem = Uint8Array | RLPItem[];
+
+export function rlpEncode(item: RLPItem): Uint8Array {
+  return encode(item);
+}
+
+/** Decodes exactly one RLP item spanning all of `bytes`; throws `DecodeError` (`what` names it). */
+export function rlpDecode(bytes: Uint8Array, what: string): RLPItem {
+  try {
+    return decode(bytes) as Uint8Array | NestedUint8Array;
+  } catch (err) {
+    throw new DecodeError(`invalid ${what}: ${(err as Error).message}`);
+  }
+}
+
+/** Minimal big-endian bytes of a non-negative integer; zero is the empty string. */
+export function bigintToBytes(value: bigint): Uint8Array {
+  if (value < 0n) throw new RangeError(`cannot encode negative ${value}`);
+  if (value === 0n) return new Uint8Array();
+  let hex = value.toString(16);
+  if (hex.length % 2 === 1) hex = `0${hex}`;
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/** Reads a canonical integer: no leading zero bytes, at most `maxBytes` long. */
+export function bytesToBigint(item: RLPItem, what: string, maxBytes = 32): bigint {
+  const bytes = expectBytes(item, what);
+  if (bytes.length > maxBytes)
+    throw new DecodeError(`invalid ${what}: integer longer than ${maxBytes} bytes`);
+  if (bytes.length > 0 && bytes[0] === 0)
+    throw new DecodeError(`invalid ${what}: integer has leading zero bytes`);
+  let n = 0n;
+  for (const b of bytes) n = (n << 8n) | BigInt(b);
+  return n;
+}
+
+export function expectBytes(item: RLPItem | undefined, what: string, size?: number): Uint8Array {
+  if (!(item instanceof Uint8Array))
+    throw new DecodeError(`invalid ${what}: expected a byte string, got a list`);
+  if (size !== undefined && item.length !== size) {
+    throw new DecodeError(`invalid ${what}: expected ${size} bytes, got ${item.length}`);
+  }
+  return item;
+}
+
+export function expectList(item: RLPItem, what: string, length?: number): RLPItem[] {
+  if (item instanceof Uint8Array)
+    throw new DecodeError(`invalid ${what}: expected a list, got a byte string`);
+  if (length !== undefined && item.length !== length) {
+    throw new DecodeError(`invalid ${what}: expected ${length} items, got ${item.length}`);
+  }
+  return item;
+}
+
+/** RLP list of items that are already encoded (no re-encoding of their contents). */
+export function rlpListOfEncoded(parts: readonly Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const p of parts) length += p.length;
+  const prefix = listPrefix(length);
+  const out = new Uint8Array(prefix.length + length);
+  out.set(prefix);
+  let at = prefix.length;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function listPrefix(length: number): Uint8Array {
+  if (length < 56) return new Uint8Array([0xc0 + length]);
+  const lengthBytes = bigintToBytes(BigInt(length));
+  return new Uint8Array([0xf7 + lengthBytes.length, ...lengthBytes]);
+}
