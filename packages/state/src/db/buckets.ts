@@ -1,0 +1,30 @@
+/**
+ * The first byte of every key in the node's database says what the key holds. Numbers are
+ * never reused; `docs/storage.md` describes each bucket's keys and values.
+ */
+export const Bucket = {
+  /** Trie nodes (state, storage) and contract code, keyed by hash. */
+  TRIE: 0x01,
+  /** Block headers by hash. */
+  HEADER: 0x02,
+  /** Block bodies (transactions and uncles) by hash. */
+  BODY: 0x03,
+  /** Receipts of a block by block hash. */
+  RECEIPTS: 0x04,
+  /** Canonical chain: 8-byte big-endian number → block hash. */
+  CANONICAL: 0x05,
+  /** Transaction hash → block hash and index. */
+  TX_LOOKUP: 0x06,
+  /** Total difficulty by block hash. */
+  TOTAL_DIFFICULTY: 0x07,
+  /** Single values: head block hash, schema version. */
+  META: 0x08,
+} as const;
+export type Bucket = (typeof Bucket)[keyof typeof Bucket];
+
+export function bucketKey(bucket: Bucket, key: Uint8Array): Uint8Array {
+  const out = new Uint8Array(key.length + 1);
+  out[0] = bucket;
+  out.set(key, 1);
+  return out;
+}

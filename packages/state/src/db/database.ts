@@ -1,0 +1,51 @@
+import { ClassicLevel } from "classic-level";
+import { type Bucket, bucketKey } from "./buckets.js";
+
+export type WriteOp =
+  | {
+      readonly type: "put";
+      readonly bucket: Bucket;
+      readonly key: Uint8Array;
+      readonly value: Uint8Array;
+    }
+  | { readonly type: "del"; readonly bucket: Bucket; readonly key: Uint8Array };
+
+/** The node's one LevelDB database, addressed by bucket and key. */
+export class Database {
+  readonly #level: ClassicLevel<Uint8Array, Uint8Array>;
+
+  private constructor(level: ClassicLevel<Uint8Array, Uint8Array>) {
+    this.#level = level;
+  }
+
+  /** Opens (creating if needed) the database in `path`. */
+  static async open(path: string): Promise<Database> {
+    const level = new ClassicLevel<Uint8Array, Uint8Array>(path, {
+      keyEncoding: "view",
+      valueEncoding: "view",
+    });
+    await level.open();
+    return new Database(level);
+  }
+
+  async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
+    return (await this.#level.get(bucketKey(bucket, key))) ?? undefined;
+  }
+
+  /** Writes all `ops` atomically: after a crash either all of them are there or none. */
+  async write(ops: readonly WriteOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    await this.#level.batch(
+      ops.map((op) =>
+        op.type === "put"
+          ? { type: "put" as const, key: bucketKey(op.bucket, op.key), value: op.value }
+          : { type: "del" as const, key: bucketKey(op.bucket, op.key) },
+      ),
+      { sync: true },
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.#level.close();
+  }
+}

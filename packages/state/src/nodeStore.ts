@@ -1,0 +1,67 @@
+import type { BatchDBOp, DB } from "@ethereumjs/util";
+import { hexToBytes } from "@nodex/types";
+import { Bucket } from "./db/buckets.js";
+import type { Database, WriteOp } from "./db/database.js";
+
+/**
+ * The trie's view of the database. Writes wait in memory until the caller takes them into the
+ * atomic batch of a block (`takeWrites`), so a crash never leaves half a block's state on disk.
+ * Nodes are never deleted here: pruning old state is a separate, explicit step.
+ */
+export class NodeStore implements DB<string, string | Uint8Array> {
+  readonly #db: Database;
+  #pending = new Map<string, Uint8Array>();
+  #inFlight = new Map<string, Uint8Array>();
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async get(key: string): Promise<Uint8Array | undefined> {
+    return (
+      this.#pending.get(key) ??
+      this.#inFlight.get(key) ??
+      (await this.#db.get(Bucket.TRIE, hexToBytes(key)))
+    );
+  }
+
+  async put(key: string, value: string | Uint8Array): Promise<void> {
+    this.#pending.set(key, typeof value === "string" ? hexToBytes(value) : value);
+  }
+
+  async del(_key: string): Promise<void> {}
+
+  async batch(ops: BatchDBOp<string, string | Uint8Array>[]): Promise<void> {
+    for (const op of ops) if (op.type === "put") await this.put(op.key, op.value as Uint8Array);
+  }
+
+  shallowCopy(): DB<string, string | Uint8Array> {
+    return this;
+  }
+
+  async open(): Promise<void> {}
+
+  /**
+   * The nodes written since the last call, as database operations. They stay readable from
+   * memory until `confirmWrites()` says the batch holding them is on disk.
+   */
+  takeWrites(): WriteOp[] {
+    const ops: WriteOp[] = [];
+    for (const [key, value] of this.#pending) {
+      ops.push({ type: "put", bucket: Bucket.TRIE, key: hexToBytes(key), value });
+      this.#inFlight.set(key, value);
+    }
+    this.#pending = new Map();
+    return ops;
+  }
+
+  /** The batch from the last `takeWrites()` is on disk. */
+  confirmWrites(): void {
+    this.#inFlight = new Map();
+  }
+
+  /** Nodes waiting to be written. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+}

@@ -1,0 +1,145 @@
+import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
+import { getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
+import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
+import type { Address } from "@nodex/types";
+import type { NodeStore } from "./nodeStore.js";
+
+/** keccak256 of the RLP of an empty trie: the root of a state or storage trie with nothing in it. */
+export const EMPTY_TRIE_ROOT = Uint8Array.from(
+  Buffer.from("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421", "hex"),
+);
+
+export interface AccountState {
+  readonly nonce: bigint;
+  readonly balance: bigint;
+  readonly storageRoot: Uint8Array;
+  readonly codeHash: Uint8Array;
+}
+
+/** `eth_getProof`'s content, as plain values. */
+export interface StateProof {
+  readonly address: Uint8Array;
+  readonly balance: bigint;
+  readonly codeHash: Uint8Array;
+  readonly nonce: bigint;
+  readonly storageHash: Uint8Array;
+  readonly accountProof: readonly Uint8Array[];
+  readonly storageProof: readonly {
+    key: Uint8Array;
+    value: bigint;
+    proof: readonly Uint8Array[];
+  }[];
+}
+
+/**
+ * The world state at one state root: accounts, storage and code on the Ethereum Merkle
+ * Patricia trie, read from and written to a `NodeStore`. `manager` is the state interface
+ * the EVM runs on.
+ */
+export class WorldState {
+  readonly manager: MerkleStateManager;
+
+  private constructor(manager: MerkleStateManager) {
+    this.manager = manager;
+  }
+
+  /** The state at `root` (the empty state when absent); throws when the root's nodes are missing. */
+  static async open(store: NodeStore, root?: Uint8Array): Promise<WorldState> {
+    const trie: MerklePatriciaTrie = await createMPT({
+      db: store,
+      useKeyHashing: true,
+      valueEncoding: ValueEncoding.Bytes,
+    });
+    if (root !== undefined) {
+      if (!(await trie.checkRoot(root)))
+        throw new Error(`state root ${Buffer.from(root).toString("hex")} is not in the database`);
+      trie.root(root);
+    }
+    return new WorldState(new MerkleStateManager({ trie }));
+  }
+
+  async getAccount(address: Address): Promise<AccountState | undefined> {
+    const account = await this.manager.getAccount(new EJSAddress(address));
+    if (account === undefined) return undefined;
+    return {
+      nonce: account.nonce,
+      balance: account.balance,
+      storageRoot: account.storageRoot,
+      codeHash: account.codeHash,
+    };
+  }
+
+  async getBalance(address: Address): Promise<bigint> {
+    return (await this.getAccount(address))?.balance ?? 0n;
+  }
+
+  async getNonce(address: Address): Promise<bigint> {
+    return (await this.getAccount(address))?.nonce ?? 0n;
+  }
+
+  async getCode(address: Address): Promise<Uint8Array> {
+    return this.manager.getCode(new EJSAddress(address));
+  }
+
+  /** The 32-byte value at `slot` (zeros when unset). */
+  async getStorage(address: Address, slot: Uint8Array): Promise<Uint8Array> {
+    const value = await this.manager.getStorage(new EJSAddress(address), slot);
+    const out = new Uint8Array(32);
+    out.set(value, 32 - value.length);
+    return out;
+  }
+
+  async setBalance(address: Address, balance: bigint): Promise<void> {
+    const a = new EJSAddress(address);
+    const account = (await this.manager.getAccount(a)) ?? new Account();
+    account.balance = balance;
+    await this.manager.putAccount(a, account);
+  }
+
+  async setNonce(address: Address, nonce: bigint): Promise<void> {
+    const a = new EJSAddress(address);
+    const account = (await this.manager.getAccount(a)) ?? new Account();
+    account.nonce = nonce;
+    await this.manager.putAccount(a, account);
+  }
+
+  async setCode(address: Address, code: Uint8Array): Promise<void> {
+    await this.manager.putCode(new EJSAddress(address), code);
+  }
+
+  async setStorage(address: Address, slot: Uint8Array, value: Uint8Array): Promise<void> {
+    const a = new EJSAddress(address);
+    if ((await this.manager.getAccount(a)) === undefined) await this.manager.putAccount(a, new Account());
+    await this.manager.putStorage(a, slot, value);
+  }
+
+  /** Writes the changes into the trie (and so into the store's pending writes); returns the new root. */
+  async commit(): Promise<Uint8Array> {
+    await this.manager.checkpoint();
+    await this.manager.commit();
+    await this.manager.flush();
+    return this.manager.getStateRoot();
+  }
+
+  async root(): Promise<Uint8Array> {
+    return this.manager.getStateRoot();
+  }
+
+  async getProof(address: Address, slots: readonly Uint8Array[]): Promise<StateProof> {
+    const proof = await getMerkleStateProof(this.manager, new EJSAddress(address), [...slots]);
+    const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex.slice(2), "hex"));
+    return {
+      address,
+      balance: BigInt(proof.balance),
+      codeHash: bytes(proof.codeHash),
+      nonce: BigInt(proof.nonce),
+      storageHash: bytes(proof.storageHash),
+      accountProof: proof.accountProof.map(bytes),
+      storageProof: proof.storageProof.map((s) => ({
+        key: bytes(s.key),
+        value: BigInt(s.value),
+        proof: s.proof.map(bytes),
+      })),
+    };
+  }
+}

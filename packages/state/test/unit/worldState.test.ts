@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { verifyMerkleProof } from "@ethereumjs/mpt";
+import { type Address, bytesToHex, hexToBytes, keccak256 } from "@nodex/types";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Database, EMPTY_TRIE_ROOT, NodeStore, WorldState } from "../../src/index.js";
+
+const ALICE = hexToBytes("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266") as Address;
+const TOKEN = hexToBytes("0x5fbdb2315678afecb367f032d93f642f64180aa3") as Address;
+const slot = (n: number) => {
+  const s = new Uint8Array(32);
+  s[31] = n;
+  return s;
+};
+
+let dir: string;
+let db: Database;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "nodex-state-"));
+  db = await Database.open(join(dir, "db"));
+});
+afterEach(async () => {
+  await db.close().catch(() => {});
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function commitTo(db: Database, store: NodeStore, state: WorldState): Promise<Uint8Array> {
+  const root = await state.commit();
+  await db.write(store.takeWrites());
+  store.confirmWrites();
+  return root;
+}
+
+describe("WorldState on LevelDB", () => {
+  it("starts empty, with the empty trie root", async () => {
+    const state = await WorldState.open(new NodeStore(db));
+    expect(await state.root()).toEqual(EMPTY_TRIE_ROOT);
+    expect(await state.getBalance(ALICE)).toBe(0n);
+    expect(await state.getAccount(ALICE)).toBeUndefined();
+    expect(await state.getStorage(TOKEN, slot(0))).toEqual(new Uint8Array(32));
+  });
+
+  it("keeps accounts, storage and code across a reopen of the database", async () => {
+    const store = new NodeStore(db);
+    const state = await WorldState.open(store);
+    await state.setBalance(ALICE, 10n ** 22n);
+    await state.setNonce(ALICE, 3n);
+    await state.setCode(TOKEN, new Uint8Array([0x60, 0x00, 0x60, 0x00, 0xf3]));
+    await state.setStorage(TOKEN, slot(1), hexToBytes("0x2a"));
+    const root = await commitTo(db, store, state);
+    expect(store.pendingCount).toBe(0);
+    await db.close();
+
+    db = await Database.open(join(dir, "db"));
+    const reopened = await WorldState.open(new NodeStore(db), root);
+    expect(await reopened.getBalance(ALICE)).toBe(10n ** 22n);
+    expect(await reopened.getNonce(ALICE)).toBe(3n);
+    expect(bytesToHex(await reopened.getCode(TOKEN))).toBe("0x60006000f3");
+    expect(bytesToHex(await reopened.getStorage(TOKEN, slot(1)))).toBe(`0x${"00".repeat(31)}2a`);
+    expect((await reopened.getAccount(TOKEN))?.codeHash).toEqual(
+      keccak256(new Uint8Array([0x60, 0x00, 0x60, 0x00, 0xf3])),
+    );
+  });
+
+  it("keeps older roots readable (archive)", async () => {
+    const store = new NodeStore(db);
+    const state = await WorldState.open(store);
+    await state.setBalance(ALICE, 1n);
+    const first = await commitTo(db, store, state);
+    await state.setBalance(ALICE, 2n);
+    const second = await commitTo(db, store, state);
+    expect(first).not.toEqual(second);
+    expect(await (await WorldState.open(new NodeStore(db), first)).getBalance(ALICE)).toBe(1n);
+    expect(await (await WorldState.open(new NodeStore(db), second)).getBalance(ALICE)).toBe(2n);
+  });
+
+  it("writes nothing to disk until the caller writes the batch", async () => {
+    const store = new NodeStore(db);
+    const state = await WorldState.open(store);
+    await state.setBalance(ALICE, 5n);
+    const root = await state.commit();
+    expect(store.pendingCount).toBeGreaterThan(0);
+    await expect(WorldState.open(new NodeStore(db), root)).rejects.toThrow(
+      "is not in the database",
+    );
+    await db.write(store.takeWrites());
+    expect(await (await WorldState.open(new NodeStore(db), root)).getBalance(ALICE)).toBe(5n);
+  });
+
+  it("proves an account and a storage slot against the state root", async () => {
+    const store = new NodeStore(db);
+    const state = await WorldState.open(store);
+    await state.setBalance(ALICE, 7n);
+    await state.setStorage(TOKEN, slot(3), hexToBytes("0x0102"));
+    await state.setBalance(TOKEN, 1n);
+    const root = await commitTo(db, store, state);
+    const proof = await state.getProof(TOKEN, [slot(3)]);
+    expect(proof.balance).toBe(1n);
+    expect(proof.storageProof[0]?.value).toBe(0x0102n);
+    const accountRlp = await verifyMerkleProof(keccak256(TOKEN), [...proof.accountProof], {
+      useKeyHashing: false,
+    });
+    expect(accountRlp).not.toBeNull();
+    expect(keccak256(proof.accountProof[0]!)).toEqual(root);
+    expect(keccak256(proof.storageProof[0]!.proof[0]!)).toEqual(proof.storageHash);
+  });
+});
