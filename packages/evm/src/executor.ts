@@ -1,0 +1,328 @@
+import { type Common, createCustomCommon, Hardfork, Mainnet } from "@ethereumjs/common";
+import { createEVM, type EVM, type EVMResult } from "@ethereumjs/evm";
+import { Account, Address as EJSAddress } from "@ethereumjs/util";
+import type { WorldState } from "@nodex/state";
+import {
+  type Address,
+  bigintToBytes,
+  bytesToHex,
+  contractAddress,
+  type Hash32,
+  hexToBytes,
+  type Log,
+  type NetworkPreset,
+  type Receipt,
+  type SignedTransaction,
+} from "@nodex/types";
+import { logsBloom } from "./bloom.js";
+import { ExecutionError, ExecutionErrorCode } from "./errors.js";
+import { decodeRevertReason } from "./revert.js";
+
+/** The Ethereum fork whose opcodes and precompiles the chain runs (PUSH0, MCOPY, transient storage). */
+export const EVM_HARDFORK = Hardfork.Cancun;
+
+/** EIP-3860: the largest init code a creation may carry. */
+export const MAX_INITCODE_SIZE = 49_152;
+
+const TX_GAS = 21_000n;
+const TX_CREATE_GAS = 32_000n;
+const TX_DATA_ZERO_GAS = 4n;
+const TX_DATA_NONZERO_GAS = 16n;
+const INITCODE_WORD_GAS = 2n;
+/** EIP-3529: refunds are capped at a fifth of the gas used. */
+const MAX_REFUND_QUOTIENT = 5n;
+
+/** The block a transaction or call runs in. */
+export interface BlockContext {
+  readonly number: bigint;
+  readonly timestamp: bigint;
+  readonly coinbase: Address;
+  readonly gasLimit: bigint;
+  readonly difficulty: bigint;
+  readonly minimumGasPrice: bigint;
+}
+
+/** What running a transaction did. A failed execution (status 0) still uses gas and pays fees. */
+export interface TransactionOutcome {
+  readonly status: 0 | 1;
+  readonly gasUsed: bigint;
+  readonly cumulativeGasUsed: bigint;
+  /** Paid to the block's miner: gas used × gas price. */
+  readonly fee: bigint;
+  readonly logs: readonly Log[];
+  readonly contractAddress: Address | null;
+  readonly returnValue: Uint8Array;
+  /** The EVM's reason for a failure: `revert`, `out of gas`, `invalid opcode`, … */
+  readonly error: string | undefined;
+  readonly receipt: Receipt;
+}
+
+/** A call that creates no transaction (`eth_call`, `eth_estimateGas`). */
+export interface CallRequest {
+  readonly from?: Address;
+  readonly to: Address | null;
+  readonly gas?: bigint;
+  readonly gasPrice?: bigint;
+  readonly value?: bigint;
+  readonly data?: Uint8Array;
+}
+
+export interface CallOutcome {
+  readonly success: boolean;
+  readonly returnValue: Uint8Array;
+  readonly gasUsed: bigint;
+  readonly error: string | undefined;
+  /** Decoded `Error(string)` / `Panic(uint256)` of a revert, when there is one. */
+  readonly revertReason: string | undefined;
+}
+
+/** Gas a transaction pays before any code runs (Cancun rules). */
+export function intrinsicGas(tx: {
+  readonly to: Uint8Array | null;
+  readonly data: Uint8Array;
+}): bigint {
+  let gas = TX_GAS;
+  for (const byte of tx.data) gas += byte === 0 ? TX_DATA_ZERO_GAS : TX_DATA_NONZERO_GAS;
+  if (tx.to === null) {
+    gas += TX_CREATE_GAS + INITCODE_WORD_GAS * BigInt(Math.ceil(tx.data.length / 32));
+  }
+  return gas;
+}
+
+/**
+ * Runs transactions and calls on `@ethereumjs/evm` with the chain's rules: legacy gas pricing,
+ * no base fee, fees to the block's miner, the opcodes of `EVM_HARDFORK`.
+ */
+export class Executor {
+  readonly common: Common;
+  readonly #evms = new WeakMap<WorldState, Promise<EVM>>();
+
+  constructor(network: NetworkPreset) {
+    this.common = createCustomCommon(
+      { chainId: network.chainId, name: `nodex-${network.name}` },
+      Mainnet,
+      { hardfork: EVM_HARDFORK },
+    );
+  }
+
+  #evmFor(state: WorldState): Promise<EVM> {
+    let evm = this.#evms.get(state);
+    if (evm === undefined) {
+      evm = createEVM({ common: this.common, stateManager: state.manager });
+      this.#evms.set(state, evm);
+    }
+    return evm;
+  }
+
+  /**
+   * Runs a signed transaction on `state` in `block`, after `gasUsedBefore` gas of earlier
+   * transactions. Throws `ExecutionError` when the transaction cannot be included at all.
+   */
+  async executeTransaction(
+    state: WorldState,
+    tx: SignedTransaction,
+    block: BlockContext,
+    gasUsedBefore: bigint,
+  ): Promise<TransactionOutcome> {
+    const evm = await this.#evmFor(state);
+    const caller = new EJSAddress(tx.from);
+    const from = bytesToHex(tx.from);
+    if (tx.gasPrice < block.minimumGasPrice) {
+      throw new ExecutionError(
+        ExecutionErrorCode.GAS_PRICE_TOO_LOW,
+        `transaction's gas price lower than block's minimum: have ${tx.gasPrice}, want ${block.minimumGasPrice}`,
+      );
+    }
+    if (gasUsedBefore + tx.gasLimit > block.gasLimit) {
+      throw new ExecutionError(
+        ExecutionErrorCode.BLOCK_GAS_LIMIT,
+        `transaction gas ${tx.gasLimit} exceeds the block's remaining gas ${block.gasLimit - gasUsedBefore}`,
+      );
+    }
+    const intrinsic = intrinsicGas(tx);
+    if (tx.gasLimit < intrinsic) {
+      throw new ExecutionError(
+        ExecutionErrorCode.INTRINSIC_GAS,
+        `intrinsic gas too low: have ${tx.gasLimit}, want ${intrinsic}`,
+      );
+    }
+    if (tx.to === null && tx.data.length > MAX_INITCODE_SIZE) {
+      throw new ExecutionError(
+        ExecutionErrorCode.INITCODE_TOO_LARGE,
+        `max initcode size exceeded: code size ${tx.data.length}, limit ${MAX_INITCODE_SIZE}`,
+      );
+    }
+    await evm.journal.cleanup();
+    this.#warm(evm, tx.from, tx.to, block.coinbase);
+
+    const account = (await state.manager.getAccount(caller)) ?? new Account();
+    if (account.nonce > tx.nonce) {
+      throw new ExecutionError(
+        ExecutionErrorCode.NONCE_TOO_LOW,
+        `nonce too low: address ${from}, tx: ${tx.nonce} state: ${account.nonce}`,
+      );
+    }
+    if (account.nonce < tx.nonce) {
+      throw new ExecutionError(
+        ExecutionErrorCode.NONCE_TOO_HIGH,
+        `nonce too high: address ${from}, tx: ${tx.nonce} state: ${account.nonce}`,
+      );
+    }
+    const upfront = tx.gasLimit * tx.gasPrice;
+    if (account.balance < upfront + tx.value) {
+      throw new ExecutionError(
+        ExecutionErrorCode.INSUFFICIENT_FUNDS,
+        `insufficient funds for gas * price + value: address ${from} have ${account.balance} want ${upfront + tx.value}`,
+      );
+    }
+    account.balance -= upfront;
+    account.nonce += 1n;
+    await evm.journal.putAccount(caller, account);
+
+    const result = await evm.runCall({
+      block: evmBlock(block),
+      gasPrice: tx.gasPrice,
+      caller,
+      origin: caller,
+      gasLimit: tx.gasLimit - intrinsic,
+      ...(tx.to === null ? {} : { to: new EJSAddress(tx.to) }),
+      value: tx.value,
+      data: tx.data,
+      skipNonceIncrement: true,
+    });
+
+    let gasUsed = intrinsic + result.execResult.executionGasUsed;
+    const refund = result.execResult.gasRefund ?? 0n;
+    const cap = gasUsed / MAX_REFUND_QUOTIENT;
+    gasUsed -= refund < cap ? refund : cap;
+
+    const sender = (await state.manager.getAccount(caller)) ?? new Account();
+    sender.balance += (tx.gasLimit - gasUsed) * tx.gasPrice;
+    await evm.journal.putAccount(caller, sender);
+    const fee = gasUsed * tx.gasPrice;
+    if (fee > 0n) {
+      const miner = new EJSAddress(block.coinbase);
+      const minerAccount = (await state.manager.getAccount(miner)) ?? new Account();
+      minerAccount.balance += fee;
+      await evm.journal.putAccount(miner, minerAccount);
+    }
+    await this.#destroy(evm, result);
+    await evm.journal.cleanup();
+
+    const failed = result.execResult.exceptionError !== undefined;
+    const logs: Log[] = failed
+      ? []
+      : (result.execResult.logs ?? []).map(([address, topics, data]) => ({
+          address: address as Address,
+          topics: topics as Hash32[],
+          data,
+        }));
+    const bloom = logsBloom(logs);
+    const cumulativeGasUsed = gasUsedBefore + gasUsed;
+    const status = failed ? 0 : 1;
+    return {
+      status,
+      gasUsed,
+      cumulativeGasUsed,
+      fee,
+      logs,
+      contractAddress: tx.to === null && !failed ? contractAddress(tx.from, tx.nonce) : null,
+      returnValue: result.execResult.returnValue,
+      error: result.execResult.exceptionError?.error,
+      receipt: { status, cumulativeGasUsed, logsBloom: bloom, logs },
+    };
+  }
+
+  /**
+   * Runs a call on `state` and throws its changes away. Balance is not checked (the call pays
+   * nothing); the nonce is the sender's own.
+   */
+  async call(state: WorldState, req: CallRequest, block: BlockContext): Promise<CallOutcome> {
+    const evm = await this.#evmFor(state);
+    const fromBytes = req.from ?? (new Uint8Array(20) as Address);
+    const caller = new EJSAddress(fromBytes);
+    const data = req.data ?? new Uint8Array();
+    const intrinsic = intrinsicGas({ to: req.to, data });
+    const gas = req.gas ?? block.gasLimit;
+    await state.manager.checkpoint();
+    try {
+      await evm.journal.cleanup();
+      this.#warm(evm, fromBytes, req.to, block.coinbase);
+      if (gas < intrinsic) {
+        return {
+          success: false,
+          returnValue: new Uint8Array(),
+          gasUsed: gas,
+          error: "out of gas",
+          revertReason: undefined,
+        };
+      }
+      const result = await evm.runCall({
+        block: evmBlock(block),
+        gasPrice: req.gasPrice ?? 0n,
+        caller,
+        origin: caller,
+        gasLimit: gas - intrinsic,
+        ...(req.to === null ? {} : { to: new EJSAddress(req.to) }),
+        value: req.value ?? 0n,
+        data,
+        skipBalance: true,
+      });
+      const error = result.execResult.exceptionError?.error;
+      return {
+        success: error === undefined,
+        returnValue: result.execResult.returnValue,
+        gasUsed: intrinsic + result.execResult.executionGasUsed,
+        error,
+        revertReason:
+          error === "revert" ? decodeRevertReason(result.execResult.returnValue) : undefined,
+      };
+    } finally {
+      await state.manager.revert();
+    }
+  }
+
+  #warm(evm: EVM, from: Uint8Array, to: Uint8Array | null, coinbase: Uint8Array): void {
+    for (const [address] of evm.precompiles) evm.journal.addAlwaysWarmAddress(address);
+    evm.journal.addAlwaysWarmAddress(unprefixed(from));
+    if (to !== null) evm.journal.addAlwaysWarmAddress(unprefixed(to));
+    evm.journal.addAlwaysWarmAddress(unprefixed(coinbase)); // EIP-3651
+  }
+
+  /** EIP-6780: SELFDESTRUCT deletes only contracts created in the same transaction. */
+  async #destroy(evm: EVM, result: EVMResult): Promise<void> {
+    const destroyed = result.execResult.selfdestruct;
+    if (destroyed === undefined) return;
+    for (const [address] of destroyed) {
+      if (result.execResult.createdAddresses?.has(address)) {
+        await evm.journal.deleteAccount(new EJSAddress(hexToBytes(address)));
+      }
+    }
+  }
+}
+
+function unprefixed(address: Uint8Array): string {
+  return bytesToHex(address).slice(2);
+}
+
+function evmBlock(block: BlockContext) {
+  return {
+    header: {
+      number: block.number,
+      coinbase: new EJSAddress(block.coinbase),
+      timestamp: block.timestamp,
+      difficulty: block.difficulty,
+      // DIFFICULTY (PREVRANDAO since the merge) answers the block's difficulty on this chain.
+      prevRandao: padTo32(bigintToBytes(block.difficulty)),
+      gasLimit: block.gasLimit,
+      baseFeePerGas: 0n,
+      getBlobGasPrice: () => 0n,
+    },
+  };
+}
+
+function padTo32(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(32);
+  out.set(bytes.subarray(Math.max(0, bytes.length - 32)), 32 - Math.min(32, bytes.length));
+  return out;
+}

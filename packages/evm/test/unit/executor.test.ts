@@ -1,0 +1,323 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database, NodeStore, WorldState } from "@nodex/state";
+import {
+  type Address,
+  bytesToHex,
+  contractAddress,
+  deriveDevAccounts,
+  hexToBytes,
+  keccak256,
+  NETWORKS,
+  signTransaction,
+  type UnsignedTransaction,
+} from "@nodex/types";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  type BlockContext,
+  ExecutionError,
+  Executor,
+  intrinsicGas,
+  logsBloom,
+} from "../../src/index.js";
+
+const [alice, bob] = deriveDevAccounts();
+const COINBASE = hexToBytes("0x00000000000000000000000000000000000000cb") as Address;
+const BLOCK: BlockContext = {
+  number: 1n,
+  timestamp: 1_700_000_000n,
+  coinbase: COINBASE,
+  gasLimit: 10_000_000n,
+  difficulty: 1n,
+  minimumGasPrice: 1n,
+};
+const GWEI = 10n ** 9n;
+
+/** Init code that deploys `runtime`: PUSH2 n, DUP1, PUSH1 12, PUSH1 0, CODECOPY, PUSH1 0, RETURN. */
+function deployCode(runtime: Uint8Array): Uint8Array {
+  const n = runtime.length;
+  return new Uint8Array([
+    0x61,
+    n >> 8,
+    n & 0xff,
+    0x80,
+    0x60,
+    12,
+    0x60,
+    0,
+    0x39,
+    0x60,
+    0,
+    0xf3,
+    ...runtime,
+  ]);
+}
+
+/** Runtime that reverts with `payload`: PUSH2 n, PUSH1 14, PUSH1 0, CODECOPY, PUSH2 n, PUSH1 0, REVERT. */
+function revertingRuntime(payload: Uint8Array): Uint8Array {
+  const n = payload.length;
+  return new Uint8Array([
+    0x61,
+    n >> 8,
+    n & 0xff,
+    0x60,
+    14,
+    0x60,
+    0,
+    0x39,
+    0x61,
+    n >> 8,
+    n & 0xff,
+    0x60,
+    0,
+    0xfd,
+    ...payload,
+  ]);
+}
+
+const TOPIC = keccak256(new TextEncoder().encode("Ping()"));
+/** Runtime that emits LOG1(Ping()) with 32 bytes of data (the word 7) and returns 0x2a. */
+const LOGGING_RUNTIME = new Uint8Array([
+  0x60,
+  0x07,
+  0x60,
+  0x00,
+  0x52, // mstore(0, 7)
+  0x7f,
+  ...TOPIC, // PUSH32 topic
+  0x60,
+  0x20,
+  0x60,
+  0x00,
+  0xa1, // log1(0, 32, topic)
+  0x60,
+  0x2a,
+  0x60,
+  0x00,
+  0x52,
+  0x60,
+  0x20,
+  0x60,
+  0x00,
+  0xf3, // return 0x2a
+]);
+
+function errorString(reason: string): Uint8Array {
+  const text = new TextEncoder().encode(reason);
+  const out = new Uint8Array(4 + 32 + 32 + Math.ceil(text.length / 32) * 32);
+  out.set(hexToBytes("0x08c379a0"));
+  out[4 + 31] = 0x20;
+  out[4 + 63] = text.length;
+  out.set(text, 4 + 64);
+  return out;
+}
+
+let dir: string;
+let db: Database;
+let state: WorldState;
+const executor = new Executor(NETWORKS.regtest);
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "nodex-evm-"));
+  db = await Database.open(join(dir, "db"));
+  state = await WorldState.open(new NodeStore(db));
+  await state.setBalance(alice!.address, 100n * 10n ** 18n);
+  await state.commit();
+});
+afterEach(async () => {
+  await db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function tx(fields: Partial<UnsignedTransaction>, nonce = 0n) {
+  return signTransaction(
+    {
+      nonce,
+      gasPrice: GWEI,
+      gasLimit: 1_000_000n,
+      to: null,
+      value: 0n,
+      data: new Uint8Array(),
+      ...fields,
+    },
+    alice!.privateKey,
+    33,
+  );
+}
+
+describe("Executor.executeTransaction", () => {
+  it("transfers value, pays the miner and refunds unused gas", async () => {
+    const out = await executor.executeTransaction(
+      state,
+      tx({ to: bob!.address, value: 5n, gasLimit: 50_000n }),
+      BLOCK,
+      0n,
+    );
+    expect(out.status).toBe(1);
+    expect(out.gasUsed).toBe(21_000n);
+    expect(out.fee).toBe(21_000n * GWEI);
+    expect(await state.getBalance(bob!.address)).toBe(5n);
+    expect(await state.getBalance(COINBASE)).toBe(21_000n * GWEI);
+    expect(await state.getBalance(alice!.address)).toBe(100n * 10n ** 18n - 5n - 21_000n * GWEI);
+    expect(await state.getNonce(alice!.address)).toBe(1n);
+    expect(out.receipt).toEqual({
+      status: 1,
+      cumulativeGasUsed: 21_000n,
+      logsBloom: new Uint8Array(256),
+      logs: [],
+    });
+  });
+
+  it("creates a contract at the address from sender and nonce, and runs it", async () => {
+    const deploy = await executor.executeTransaction(
+      state,
+      tx({ data: deployCode(LOGGING_RUNTIME) }),
+      BLOCK,
+      0n,
+    );
+    expect(deploy.status).toBe(1);
+    const address = contractAddress(alice!.address, 0n);
+    expect(deploy.contractAddress).toEqual(address);
+    expect(await state.getCode(address)).toEqual(LOGGING_RUNTIME);
+
+    const run = await executor.executeTransaction(
+      state,
+      tx({ to: address }, 1n),
+      BLOCK,
+      deploy.gasUsed,
+    );
+    expect(run.status).toBe(1);
+    expect(run.cumulativeGasUsed).toBe(deploy.gasUsed + run.gasUsed);
+    expect(run.logs).toHaveLength(1);
+    expect(run.logs[0]!.address).toEqual(address);
+    expect(run.logs[0]!.topics).toEqual([TOPIC]);
+    expect(bytesToHex(run.logs[0]!.data)).toBe(`0x${"00".repeat(31)}07`);
+    expect(run.receipt.logsBloom).toEqual(logsBloom(run.logs));
+    expect(run.receipt.logsBloom.some((b) => b !== 0)).toBe(true);
+  });
+
+  it("records a revert as status 0 that still pays for its gas", async () => {
+    const deploy = await executor.executeTransaction(
+      state,
+      tx({ data: deployCode(revertingRuntime(errorString("nope"))) }),
+      BLOCK,
+      0n,
+    );
+    const address = deploy.contractAddress!;
+    const before = await state.getBalance(alice!.address);
+    const run = await executor.executeTransaction(
+      state,
+      tx({ to: address, value: 9n }, 1n),
+      BLOCK,
+      0n,
+    );
+    expect(run.status).toBe(0);
+    expect(run.error).toBe("revert");
+    expect(run.logs).toEqual([]);
+    expect(await state.getBalance(address)).toBe(0n);
+    expect(await state.getBalance(alice!.address)).toBe(before - run.fee);
+    expect(await state.getNonce(alice!.address)).toBe(2n);
+  });
+
+  it("uses all the gas when it runs out", async () => {
+    const deploy = await executor.executeTransaction(
+      state,
+      tx({ data: deployCode(LOGGING_RUNTIME) }),
+      BLOCK,
+      0n,
+    );
+    const out = await executor.executeTransaction(
+      state,
+      tx({ to: deploy.contractAddress, gasLimit: 21_100n }, 1n),
+      BLOCK,
+      0n,
+    );
+    expect(out.status).toBe(0);
+    expect(out.error).toBe("out of gas");
+    expect(out.gasUsed).toBe(21_100n);
+  });
+
+  it.each([
+    [
+      "nonce too low",
+      async () => {
+        await executor.executeTransaction(state, tx({ to: bob!.address }), BLOCK, 0n);
+        return tx({ to: bob!.address }, 0n);
+      },
+      "nonce too low: address 0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266, tx: 0 state: 1",
+    ],
+    [
+      "nonce too high",
+      async () => tx({ to: bob!.address }, 5n),
+      "nonce too high: address 0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266, tx: 5 state: 0",
+    ],
+    [
+      "insufficient funds",
+      async () => tx({ to: bob!.address, value: 100n * 10n ** 18n }),
+      "insufficient funds for gas * price + value: address 0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266 have 100000000000000000000 want 100001000000000000000",
+    ],
+    [
+      "too little gas",
+      async () => tx({ to: bob!.address, gasLimit: 20_999n }),
+      "intrinsic gas too low: have 20999, want 21000",
+    ],
+    [
+      "a price under the block minimum",
+      async () => tx({ to: bob!.address, gasPrice: 0n }),
+      "transaction's gas price lower than block's minimum: have 0, want 1",
+    ],
+  ])("refuses a transaction with %s", async (_what, make, message) => {
+    const bad = await make();
+    await expect(executor.executeTransaction(state, bad, BLOCK, 0n)).rejects.toThrow(
+      new ExecutionError("EVM_NONCE_TOO_LOW", message).message,
+    );
+  });
+});
+
+describe("Executor.call", () => {
+  it("returns the output and leaves no trace", async () => {
+    const deploy = await executor.executeTransaction(
+      state,
+      tx({ data: deployCode(LOGGING_RUNTIME) }),
+      BLOCK,
+      0n,
+    );
+    const root = await state.commit();
+    const out = await executor.call(
+      state,
+      { to: deploy.contractAddress, from: bob!.address, value: 0n },
+      BLOCK,
+    );
+    expect(out.success).toBe(true);
+    expect(bytesToHex(out.returnValue)).toBe(`0x${"00".repeat(31)}2a`);
+    expect(await state.commit()).toEqual(root);
+    expect(await state.getNonce(bob!.address)).toBe(0n);
+  });
+
+  it("decodes a revert reason", async () => {
+    const deploy = await executor.executeTransaction(
+      state,
+      tx({ data: deployCode(revertingRuntime(errorString("not allowed"))) }),
+      BLOCK,
+      0n,
+    );
+    const out = await executor.call(state, { to: deploy.contractAddress }, BLOCK);
+    expect(out.success).toBe(false);
+    expect(out.error).toBe("revert");
+    expect(out.revertReason).toBe("not allowed");
+    expect(out.returnValue).toEqual(errorString("not allowed"));
+  });
+});
+
+describe("intrinsicGas", () => {
+  it("charges for calldata and creation as Cancun does", () => {
+    expect(intrinsicGas({ to: bob!.address, data: new Uint8Array() })).toBe(21_000n);
+    expect(intrinsicGas({ to: bob!.address, data: new Uint8Array([0, 1, 0, 2]) })).toBe(
+      21_000n + 4n + 16n + 4n + 16n,
+    );
+    expect(intrinsicGas({ to: null, data: new Uint8Array(33) })).toBe(
+      21_000n + 32_000n + 33n * 4n + 2n * 2n,
+    );
+  });
+});
