@@ -109,7 +109,8 @@ export class WorldState {
 
   async setStorage(address: Address, slot: Uint8Array, value: Uint8Array): Promise<void> {
     const a = new EJSAddress(address);
-    if ((await this.manager.getAccount(a)) === undefined) await this.manager.putAccount(a, new Account());
+    if ((await this.manager.getAccount(a)) === undefined)
+      await this.manager.putAccount(a, new Account());
     await this.manager.putStorage(a, slot, value);
   }
 
