@@ -1,4 +1,5 @@
 export { Bucket, bucketKey } from "./db/buckets.js";
 export { Database, type WriteOp } from "./db/database.js";
 export { NodeStore } from "./nodeStore.js";
+export { orderedTrieRoot } from "./orderedTrie.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

@@ -34,7 +34,7 @@ export {
 } from "./networks.js";
 export { encodeQuantity, parseQuantity } from "./quantity.js";
 export type { Block } from "./rlp/block.js";
-export { decodeBlock, encodeBlock, unclesHash } from "./rlp/block.js";
+export { decodeBlock, decodeBody, encodeBlock, encodeBody, unclesHash } from "./rlp/block.js";
 export type { RLPItem } from "./rlp/codec.js";
 export {
   bigintToBytes,
@@ -57,7 +57,12 @@ export {
   withForkDetectionData,
 } from "./rlp/header.js";
 export type { Log, Receipt } from "./rlp/receipt.js";
-export { decodeReceipt, encodeReceipt } from "./rlp/receipt.js";
+export {
+  decodeReceipt,
+  decodeReceiptList,
+  encodeReceipt,
+  encodeReceiptList,
+} from "./rlp/receipt.js";
 export type { SignedTransaction, UnsignedTransaction } from "./rlp/transaction.js";
 export {
   contractAddress,

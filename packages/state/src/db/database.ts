@@ -29,7 +29,11 @@ export class Database {
   }
 
   async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
-    return (await this.#level.get(bucketKey(bucket, key))) ?? undefined;
+    const value = await this.#level.get(bucketKey(bucket, key));
+    // LevelDB hands back Buffers; callers get plain Uint8Array views of the same memory.
+    return value === undefined
+      ? undefined
+      : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
   }
 
   /** Writes all `ops` atomically: after a crash either all of them are there or none. */

@@ -31,3 +31,19 @@ export function decodeBlock(bytes: Uint8Array): Block {
 export function unclesHash(uncles: readonly BlockHeader[]): Uint8Array {
   return keccak256(rlpListOfEncoded(uncles.map(encodeHeader)));
 }
+
+/** A block body as stored: `[[transactions], [uncle headers]]`. */
+export function encodeBody(block: Pick<Block, "transactions" | "uncles">): Uint8Array {
+  return rlpListOfEncoded([
+    rlpListOfEncoded(block.transactions.map((tx) => tx.raw)),
+    rlpListOfEncoded(block.uncles.map(encodeHeader)),
+  ]);
+}
+
+export function decodeBody(bytes: Uint8Array): Pick<Block, "transactions" | "uncles"> {
+  const [txs, uncles] = expectList(rlpDecode(bytes, "block body"), "block body", 2);
+  return {
+    transactions: expectList(txs!, "block transactions").map((item) => transactionFromItem(item)),
+    uncles: expectList(uncles!, "block uncles").map(headerFromItem),
+  };
+}

@@ -8,6 +8,7 @@ import {
   type RLPItem,
   rlpDecode,
   rlpEncode,
+  rlpListOfEncoded,
 } from "./codec.js";
 
 export interface Log {
@@ -39,7 +40,20 @@ export function encodeReceipt(receipt: Receipt): Uint8Array {
 }
 
 export function decodeReceipt(bytes: Uint8Array): Receipt {
-  const f = expectList(rlpDecode(bytes, "receipt"), "receipt", 4);
+  return receiptFromItem(rlpDecode(bytes, "receipt"));
+}
+
+/** A block's receipts as stored: the RLP list of their encodings. */
+export function encodeReceiptList(receipts: readonly Receipt[]): Uint8Array {
+  return rlpListOfEncoded(receipts.map(encodeReceipt));
+}
+
+export function decodeReceiptList(bytes: Uint8Array): Receipt[] {
+  return expectList(rlpDecode(bytes, "receipt list"), "receipt list").map(receiptFromItem);
+}
+
+function receiptFromItem(item: RLPItem): Receipt {
+  const f = expectList(item, "receipt", 4);
   const status = expectBytes(f[0], "receipt status");
   if (!(status.length === 0 || (status.length === 1 && status[0] === 1))) {
     throw new DecodeError("invalid receipt status: want empty (0) or 0x01 (1)");

@@ -1,0 +1,319 @@
+import { type BlockContext, ExecutionError, type Executor, logsBloom, orBloom } from "@nodex/evm";
+import {
+  Bucket,
+  type Database,
+  NodeStore,
+  orderedTrieRoot,
+  WorldState,
+  type WriteOp,
+} from "@nodex/state";
+import {
+  type Address,
+  type Block,
+  type BlockHeader,
+  bigintToBytes,
+  bytesToBigint,
+  bytesToHex,
+  decodeBody,
+  decodeHeader,
+  decodeReceiptList,
+  encodeBody,
+  encodeHeader,
+  encodeReceipt,
+  encodeReceiptList,
+  headerHash,
+  type Logger,
+  type NetworkPreset,
+  type Receipt,
+  rlpDecode,
+  rlpEncode,
+  type SignedTransaction,
+  unclesHash,
+} from "@nodex/types";
+import { ChainError, ChainErrorCode } from "./errors.js";
+import { genesisHeader, writeGenesisState } from "./genesis.js";
+
+const HEAD_KEY = new TextEncoder().encode("head");
+
+/** A block of the chain with what the store knows of it. */
+export interface StoredBlock {
+  readonly block: Block;
+  readonly hash: Uint8Array;
+  readonly totalDifficulty: bigint;
+}
+
+/** Where a transaction is: its block and index. */
+export interface TransactionLocation {
+  readonly blockHash: Uint8Array;
+  readonly index: number;
+}
+
+/** A transaction a new block could not include, and why. */
+export interface RejectedTransaction {
+  readonly tx: SignedTransaction;
+  readonly error: ExecutionError;
+}
+
+export interface MinedBlock extends StoredBlock {
+  readonly receipts: readonly Receipt[];
+  readonly rejected: readonly RejectedTransaction[];
+}
+
+export interface MineOptions {
+  readonly coinbase: Address;
+  /** Seconds; at least the parent's timestamp + 1. Defaults to now. */
+  readonly timestamp?: bigint;
+}
+
+export interface ChainDeps {
+  readonly db: Database;
+  readonly executor: Executor;
+  readonly logger: Logger;
+}
+
+/**
+ * The block store and canonical chain: writes genesis on first start, builds and imports blocks
+ * (state, block data, indexes and head in one atomic batch), answers lookups.
+ */
+export class Chain {
+  readonly network: NetworkPreset;
+  readonly #db: Database;
+  readonly #executor: Executor;
+  readonly #log: Logger;
+  #head: StoredBlock;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(network: NetworkPreset, deps: ChainDeps, head: StoredBlock) {
+    this.network = network;
+    this.#db = deps.db;
+    this.#executor = deps.executor;
+    this.#log = deps.logger;
+    this.#head = head;
+  }
+
+  /** Opens the chain in `db`, writing genesis when the database is new. */
+  static async open(network: NetworkPreset, deps: ChainDeps): Promise<Chain> {
+    const headHash = await deps.db.get(Bucket.META, HEAD_KEY);
+    if (headHash === undefined) {
+      const head = await writeGenesis(network, deps.db);
+      deps.logger.info("Wrote genesis", { network: network.name, hash: bytesToHex(head.hash) });
+      return new Chain(network, deps, head);
+    }
+    const chain = new Chain(network, deps, undefined as unknown as StoredBlock);
+    const head = await chain.getBlockByHash(headHash);
+    if (head === undefined) {
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `head block ${bytesToHex(headHash)} is missing from the database`,
+      );
+    }
+    chain.#head = head;
+    const store = new NodeStore(deps.db);
+    try {
+      await WorldState.open(store, head.block.header.stateRoot);
+    } catch {
+      throw new ChainError(
+        ChainErrorCode.STATE_MISSING,
+        `state of head block ${head.block.header.number} is missing`,
+      );
+    }
+    deps.logger.info("Opened chain", {
+      head: head.block.header.number,
+      hash: bytesToHex(head.hash),
+    });
+    return chain;
+  }
+
+  get head(): StoredBlock {
+    return this.#head;
+  }
+
+  async getBlockByHash(hash: Uint8Array): Promise<StoredBlock | undefined> {
+    const [headerBytes, bodyBytes, tdBytes] = await Promise.all([
+      this.#db.get(Bucket.HEADER, hash),
+      this.#db.get(Bucket.BODY, hash),
+      this.#db.get(Bucket.TOTAL_DIFFICULTY, hash),
+    ]);
+    if (headerBytes === undefined || bodyBytes === undefined || tdBytes === undefined)
+      return undefined;
+    const header = decodeHeader(headerBytes);
+    return {
+      block: { header, ...decodeBody(bodyBytes) },
+      hash,
+      totalDifficulty: bytesToBigint(tdBytes, "total difficulty"),
+    };
+  }
+
+  async getCanonicalHash(number: bigint): Promise<Uint8Array | undefined> {
+    if (number < 0n || number > this.#head.block.header.number) return undefined;
+    return this.#db.get(Bucket.CANONICAL, numberKey(number));
+  }
+
+  async getBlockByNumber(number: bigint): Promise<StoredBlock | undefined> {
+    const hash = await this.getCanonicalHash(number);
+    return hash === undefined ? undefined : this.getBlockByHash(hash);
+  }
+
+  async getReceipts(blockHash: Uint8Array): Promise<Receipt[] | undefined> {
+    const bytes = await this.#db.get(Bucket.RECEIPTS, blockHash);
+    return bytes === undefined ? undefined : decodeReceiptList(bytes);
+  }
+
+  async getTransactionLocation(txHash: Uint8Array): Promise<TransactionLocation | undefined> {
+    const bytes = await this.#db.get(Bucket.TX_LOOKUP, txHash);
+    if (bytes === undefined) return undefined;
+    const [blockHash, index] = rlpDecode(bytes, "transaction location") as Uint8Array[];
+    return { blockHash: blockHash!, index: Number(bytesToBigint(index!, "transaction index")) };
+  }
+
+  /** The world state after `header`; throws `ChainError` when it is not in the database. */
+  async stateAt(header: BlockHeader): Promise<WorldState> {
+    try {
+      return await WorldState.open(new NodeStore(this.#db), header.stateRoot);
+    } catch {
+      throw new ChainError(
+        ChainErrorCode.STATE_MISSING,
+        `state of block ${header.number} is not available`,
+      );
+    }
+  }
+
+  /** The context a transaction or call runs in as part of the block after `parent`. */
+  nextBlockContext(parent: BlockHeader, coinbase: Address, timestamp?: bigint): BlockContext {
+    const now = timestamp ?? BigInt(Math.floor(Date.now() / 1000));
+    return {
+      number: parent.number + 1n,
+      timestamp: now > parent.timestamp ? now : parent.timestamp + 1n,
+      coinbase,
+      gasLimit: parent.gasLimit,
+      difficulty: parent.difficulty,
+      minimumGasPrice: parent.minimumGasPrice,
+    };
+  }
+
+  /**
+   * Builds a block on the head with as many of `txs` as can run, in order, and makes it the new
+   * head. Blocks are built one at a time.
+   */
+  mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
+    const run = this.#queue.then(() => this.#mine(txs, opts));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
+    const parent = this.#head;
+    const parentHeader = parent.block.header;
+    const ctx = this.nextBlockContext(parentHeader, opts.coinbase, opts.timestamp);
+    const store = new NodeStore(this.#db);
+    const state = await WorldState.open(store, parentHeader.stateRoot);
+    const included: SignedTransaction[] = [];
+    const receipts: Receipt[] = [];
+    const rejected: RejectedTransaction[] = [];
+    const bloom = new Uint8Array(256);
+    let gasUsed = 0n;
+    let paidFees = 0n;
+    for (const tx of txs) {
+      try {
+        const outcome = await this.#executor.executeTransaction(state, tx, ctx, gasUsed);
+        included.push(tx);
+        receipts.push(outcome.receipt);
+        orBloom(bloom, logsBloom(outcome.logs));
+        gasUsed = outcome.cumulativeGasUsed;
+        paidFees += outcome.fee;
+      } catch (err) {
+        if (!(err instanceof ExecutionError)) throw err;
+        rejected.push({ tx, error: err });
+      }
+    }
+    const stateRoot = await state.commit();
+    const header: BlockHeader = {
+      parentHash: parent.hash,
+      unclesHash: unclesHash([]),
+      coinbase: opts.coinbase,
+      stateRoot,
+      transactionsRoot: await orderedTrieRoot(included.map((tx) => tx.raw)),
+      receiptsRoot: await orderedTrieRoot(receipts.map(encodeReceipt)),
+      logsBloom: bloom,
+      difficulty: ctx.difficulty,
+      number: ctx.number,
+      gasLimit: ctx.gasLimit,
+      gasUsed,
+      timestamp: ctx.timestamp,
+      extraData: new Uint8Array(),
+      paidFees,
+      minimumGasPrice: ctx.minimumGasPrice,
+      uncleCount: 0,
+      ummRoot: new Uint8Array(),
+      bitcoinMergedMiningHeader: new Uint8Array(),
+      bitcoinMergedMiningMerkleProof: new Uint8Array(),
+      bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
+    };
+    const block: Block = { header, transactions: included, uncles: [] };
+    const hash = headerHash(header);
+    const totalDifficulty = parent.totalDifficulty + header.difficulty;
+    await this.#db.write([
+      ...store.takeWrites(),
+      ...blockWrites(block, hash, totalDifficulty, receipts),
+    ]);
+    store.confirmWrites();
+    const stored = { block, hash, totalDifficulty };
+    this.#head = stored;
+    this.#log.info("Mined block", {
+      number: header.number,
+      hash: bytesToHex(hash),
+      txs: included.length,
+      gasUsed: header.gasUsed,
+    });
+    return { ...stored, receipts, rejected };
+  }
+}
+
+async function writeGenesis(network: NetworkPreset, db: Database): Promise<StoredBlock> {
+  const store = new NodeStore(db);
+  const state = await WorldState.open(store);
+  await writeGenesisState(state, network);
+  const header = genesisHeader(network, await state.commit());
+  const block: Block = { header, transactions: [], uncles: [] };
+  const hash = headerHash(header);
+  await db.write([...store.takeWrites(), ...blockWrites(block, hash, header.difficulty, [])]);
+  store.confirmWrites();
+  return { block, hash, totalDifficulty: header.difficulty };
+}
+
+/** Everything a canonical block adds to the database, the new head last. */
+function blockWrites(
+  block: Block,
+  hash: Uint8Array,
+  totalDifficulty: bigint,
+  receipts: readonly Receipt[],
+): WriteOp[] {
+  const ops: WriteOp[] = [
+    { type: "put", bucket: Bucket.HEADER, key: hash, value: encodeHeader(block.header) },
+    { type: "put", bucket: Bucket.BODY, key: hash, value: encodeBody(block) },
+    { type: "put", bucket: Bucket.RECEIPTS, key: hash, value: encodeReceiptList(receipts) },
+    {
+      type: "put",
+      bucket: Bucket.TOTAL_DIFFICULTY,
+      key: hash,
+      value: bigintToBytes(totalDifficulty),
+    },
+    { type: "put", bucket: Bucket.CANONICAL, key: numberKey(block.header.number), value: hash },
+  ];
+  block.transactions.forEach((tx, i) => {
+    ops.push({
+      type: "put",
+      bucket: Bucket.TX_LOOKUP,
+      key: tx.hash,
+      value: rlpEncode([hash, bigintToBytes(BigInt(i))]),
+    });
+  });
+  ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash });
+  return ops;
+}
+
+function numberKey(number: bigint): Uint8Array {
+  const key = new Uint8Array(8);
+  new DataView(key.buffer).setBigUint64(0, number);
+  return key;
+}

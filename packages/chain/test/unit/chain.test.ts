@@ -1,0 +1,116 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Executor } from "@nodex/evm";
+import { Database, EMPTY_TRIE_ROOT } from "@nodex/state";
+import {
+  type Address,
+  bytesToHex,
+  deriveDevAccounts,
+  headerHash,
+  hexToBytes,
+  NETWORKS,
+  nullLogger,
+  signTransaction,
+} from "@nodex/types";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Chain, DEV_ACCOUNT_BALANCE } from "../../src/index.js";
+
+const network = NETWORKS.regtest;
+const executor = new Executor(network);
+const [alice, bob] = deriveDevAccounts();
+const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
+
+let dir: string;
+let db: Database;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "nodex-chain-"));
+  db = await Database.open(join(dir, "db"));
+});
+afterEach(async () => {
+  await db.close().catch(() => {});
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const open = () => Chain.open(network, { db, executor, logger: nullLogger });
+const transfer = (nonce: bigint, value: bigint) =>
+  signTransaction(
+    { nonce, gasPrice: 0n, gasLimit: 21_000n, to: bob!.address, value, data: new Uint8Array() },
+    alice!.privateKey,
+    33,
+  );
+
+describe("Chain", () => {
+  it("writes genesis with the development accounts funded", async () => {
+    const chain = await open();
+    const genesis = chain.head;
+    expect(genesis.block.header.number).toBe(0n);
+    expect(genesis.hash).toEqual(headerHash(genesis.block.header));
+    expect(genesis.totalDifficulty).toBe(1n);
+    expect(genesis.block.header.transactionsRoot).toEqual(EMPTY_TRIE_ROOT);
+    const state = await chain.stateAt(genesis.block.header);
+    for (const account of deriveDevAccounts())
+      expect(await state.getBalance(account.address)).toBe(DEV_ACCOUNT_BALANCE);
+    expect((await chain.getBlockByNumber(0n))?.hash).toEqual(genesis.hash);
+  });
+
+  it("mines blocks that move the head, with receipts and indexes", async () => {
+    const chain = await open();
+    const mined = await chain.mine([transfer(0n, 7n), transfer(1n, 8n)], {
+      coinbase: MINER,
+      timestamp: 100n,
+    });
+    expect(mined.rejected).toEqual([]);
+    expect(mined.block.header.number).toBe(1n);
+    expect(mined.block.header.gasUsed).toBe(42_000n);
+    expect(mined.block.header.timestamp).toBe(100n);
+    expect(mined.totalDifficulty).toBe(2n);
+    expect(chain.head.hash).toEqual(mined.hash);
+    expect(mined.block.header.transactionsRoot).not.toEqual(EMPTY_TRIE_ROOT);
+    const receipts = await chain.getReceipts(mined.hash);
+    expect(receipts?.map((r) => [r.status, r.cumulativeGasUsed])).toEqual([
+      [1, 21_000n],
+      [1, 42_000n],
+    ]);
+    const where = await chain.getTransactionLocation(mined.block.transactions[1]!.hash);
+    expect(where).toEqual({ blockHash: mined.hash, index: 1 });
+    const state = await chain.stateAt(mined.block.header);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 15n);
+  });
+
+  it("leaves out transactions that cannot run, saying why", async () => {
+    const chain = await open();
+    const mined = await chain.mine([transfer(1n, 1n)], { coinbase: MINER });
+    expect(mined.block.transactions).toEqual([]);
+    expect(mined.rejected[0]?.error.message).toBe(
+      "nonce too high: address 0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266, tx: 1 state: 0",
+    );
+  });
+
+  it("reopens at the same head with its state", async () => {
+    const chain = await open();
+    await chain.mine([transfer(0n, 5n)], { coinbase: MINER });
+    const second = await chain.mine([transfer(1n, 5n)], { coinbase: MINER });
+    await db.close();
+    db = await Database.open(join(dir, "db"));
+    const reopened = await open();
+    expect(bytesToHex(reopened.head.hash)).toBe(bytesToHex(second.hash));
+    expect(reopened.head.block.header.number).toBe(2n);
+    const state = await reopened.stateAt(reopened.head.block.header);
+    expect(await state.getNonce(alice!.address)).toBe(2n);
+    expect((await reopened.getBlockByNumber(1n))?.block.transactions[0]?.hash).toBeDefined();
+    expect(await reopened.getBlockByNumber(3n)).toBeUndefined();
+  });
+
+  it("builds blocks one at a time when asked concurrently", async () => {
+    const chain = await open();
+    const [a, b] = await Promise.all([
+      chain.mine([transfer(0n, 1n)], { coinbase: MINER }),
+      chain.mine([transfer(1n, 1n)], { coinbase: MINER }),
+    ]);
+    expect(a.block.header.number).toBe(1n);
+    expect(b.block.header.number).toBe(2n);
+    expect(b.block.header.parentHash).toEqual(a.hash);
+    expect(b.block.transactions).toHaveLength(1);
+  });
+});
