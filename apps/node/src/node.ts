@@ -1,13 +1,17 @@
 import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { Chain, DEV_ACCOUNT_BALANCE } from "@nodex/chain";
+import { Executor } from "@nodex/evm";
 import { createRPCServer, type RPCServer } from "@nodex/rpc";
-import type { Logger } from "@nodex/types";
+import { Database } from "@nodex/state";
+import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
 import type { NodeConfig } from "./config.js";
 import { createServices } from "./services.js";
 import { NODEX_VERSION } from "./version.js";
 
 export interface NodexNode {
   readonly config: NodeConfig;
-  readonly rpc: RPCServer;
+  rpc(): RPCServer | undefined;
   start(): Promise<void>;
   /** Stops intake first, then closes storage. Safe to call twice. */
   stop(): Promise<void>;
@@ -15,12 +19,12 @@ export interface NodexNode {
 
 /** Wires the packages of one node from its config. */
 export function createNode(config: NodeConfig, logger: Logger): NodexNode {
-  const services = createServices(config);
-  const rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
+  let db: Database | undefined;
+  let rpc: RPCServer | undefined;
   let stopping: Promise<void> | undefined;
   return {
     config,
-    rpc,
+    rpc: () => rpc,
     async start() {
       logger.info("Starting nodex", {
         version: NODEX_VERSION,
@@ -29,15 +33,39 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         datadir: config.datadir,
       });
       await mkdir(config.datadir, { recursive: true });
+      db = await Database.open(join(config.datadir, "db"));
+      const executor = new Executor(config.network);
+      const chain = await Chain.open(config.network, {
+        db,
+        executor,
+        logger: logger.child({ module: "chain" }),
+      });
+      if (config.network.devAccounts) printDevAccounts();
+      const services = createServices(config, chain, executor);
+      rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
       await rpc.start();
     },
     stop() {
       stopping ??= (async () => {
         logger.info("Shutting down");
-        await rpc.stop();
+        await rpc?.stop();
+        await db?.close();
         logger.info("Stopped");
       })();
       return stopping;
     },
   };
+}
+
+/** The development accounts and their keys, as Hardhat and Anvil print them. */
+function printDevAccounts(): void {
+  const units = DEV_ACCOUNT_BALANCE / 10n ** 18n;
+  const lines = ["", "Accounts", "========", ""];
+  deriveDevAccounts().forEach((account, i) => {
+    lines.push(`Account #${i}: ${toChecksumAddress(account.address)} (${units} units)`);
+    lines.push(`Private Key: ${bytesToHex(account.privateKey)}`);
+    lines.push("");
+  });
+  lines.push("These keys are public: never send real funds to these accounts.", "");
+  process.stdout.write(`${lines.join("\n")}\n`);
 }

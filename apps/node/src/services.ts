@@ -1,4 +1,6 @@
-import type { RPCServices } from "@nodex/rpc";
+import type { Chain } from "@nodex/chain";
+import type { Executor } from "@nodex/evm";
+import { Ledger, type RPCServices } from "@nodex/rpc";
 import { type Address, deriveDevAccounts, hexToBytes, type NetworkPreset } from "@nodex/types";
 import type { NodeConfig } from "./config.js";
 import { clientVersion } from "./version.js";
@@ -13,10 +15,10 @@ function devAddresses(network: NetworkPreset): readonly Address[] {
 }
 
 /**
- * The services the RPC methods read. Until the chain, p2p and mining packages exist the
- * node sits at genesis, has no peers and does not mine.
+ * The services the RPC methods read. Until the p2p and mining packages exist the node has
+ * no peers and no miner; development networks mine a block per transaction received.
  */
-export function createServices(config: NodeConfig): RPCServices {
+export function createServices(config: NodeConfig, chain: Chain, executor: Executor): RPCServices {
   const { network } = config;
   let accounts: readonly Address[] | undefined;
   const listAccounts = () => {
@@ -25,12 +27,17 @@ export function createServices(config: NodeConfig): RPCServices {
   };
   let coinbase: Address | undefined =
     config.coinbase === undefined ? undefined : (hexToBytes(config.coinbase) as Address);
+  const getCoinbase = () => {
+    coinbase ??= listAccounts()[0] ?? ZERO_ADDRESS;
+    return coinbase;
+  };
   return {
     network,
     clientVersion: clientVersion(),
     chain: {
-      blockNumber: () => 0n,
-      gasPrice: () => (network.genesis.minimumGasPrice * GAS_PRICE_MULTIPLIER_PERCENT) / 100n,
+      blockNumber: () => chain.head.block.header.number,
+      gasPrice: () =>
+        (chain.head.block.header.minimumGasPrice * GAS_PRICE_MULTIPLIER_PERCENT) / 100n,
     },
     peers: {
       listening: () => false,
@@ -39,13 +46,11 @@ export function createServices(config: NodeConfig): RPCServices {
       syncing: () => false,
     },
     mining: {
-      coinbase: () => {
-        coinbase ??= listAccounts()[0] ?? ZERO_ADDRESS;
-        return coinbase;
-      },
+      coinbase: getCoinbase,
       mining: () => false,
       hashrate: () => 0n,
     },
     accounts: { list: listAccounts },
+    ledger: new Ledger(chain, executor, { automine: network.devAccounts, coinbase: getCoinbase }),
   };
 }

@@ -1,4 +1,5 @@
-import { CodecErrorCode, NodexError } from "@nodex/types";
+import { ChainErrorCode } from "@nodex/chain";
+import { CodecErrorCode, DecodeErrorCode, NodexError, TransactionErrorCode } from "@nodex/types";
 
 /**
  * JSON-RPC error codes. The standard ones (-32700 … -32603) and the reference node's
@@ -10,6 +11,8 @@ export const RPCErrorCode = {
   METHOD_NOT_FOUND: -32601,
   INVALID_PARAMS: -32602,
   INTERNAL_ERROR: -32603,
+  /** Geth's generic server error; also the reference node's "filter not found". */
+  SERVER_ERROR: -32000,
   FILTER_NOT_FOUND: -32000,
   TRANSACTION_REJECTED: -32010,
   LIMIT_EXCEEDED: -32011,
@@ -41,6 +44,10 @@ export class RPCError extends Error {
 /** Domain error codes (from any package) and the JSON-RPC code each one is answered with. */
 const domainCodes: Readonly<Record<string, number>> = {
   [CodecErrorCode.INVALID_ARGUMENT]: RPCErrorCode.INVALID_PARAMS,
+  [DecodeErrorCode.INVALID_RLP]: RPCErrorCode.INVALID_PARAMS,
+  [TransactionErrorCode.TYPE_UNSUPPORTED]: RPCErrorCode.INVALID_PARAMS,
+  [TransactionErrorCode.INVALID_SIGNATURE]: RPCErrorCode.INVALID_PARAMS,
+  [ChainErrorCode.STATE_MISSING]: RPCErrorCode.SERVER_ERROR,
 };
 
 /**

@@ -6,6 +6,12 @@ export { HttpApp } from "./http/app.js";
 export { chooseTransport } from "./http/index.js";
 export { createNodeHttpTransport } from "./http/nodeHttp.js";
 export type { HttpTransport, HttpTransportFactory } from "./http/transport.js";
+export {
+  type IncludedReceipt,
+  type IncludedTransaction,
+  Ledger,
+  type LedgerOptions,
+} from "./ledger.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
 export {
   defaultRPCOptions,

@@ -1,3 +1,4 @@
+import type { CallRequest } from "@nodex/evm";
 import {
   type Address,
   type BlockSelector,
@@ -10,6 +11,7 @@ import {
   parseHash,
   parseQuantity,
 } from "@nodex/types";
+import { parseCallObject } from "./callObject.js";
 
 /** One positional parameter: how to decode it, and whether it may be left out. */
 export interface ParamSpec<T> {
@@ -61,6 +63,7 @@ export const p = {
   string: required<string>("string", parseString),
   blockSelector: required<BlockSelector>("block", parseBlockSelector),
   blockNumberOrTag: required<BlockSelector>("block", parseBlockNumberOrTag),
+  callObject: required<CallRequest>("call", parseCallObject),
 
   /** Makes a parameter optional; absent or `null` decodes to `defaultValue`. */
   optional<T>(spec: ParamSpec<T>, defaultValue: T): ParamSpec<T> {

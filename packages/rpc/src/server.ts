@@ -3,6 +3,7 @@ import { Dispatcher } from "./dispatcher.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
+import { ethChainModule } from "./modules/ethChain.js";
 import { builtinModules } from "./modules/index.js";
 import { rpcModule } from "./modules/rpc.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
@@ -37,10 +38,15 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const rpc = rpcModule(() =>
     Object.fromEntries((registry?.enabledModules() ?? []).map((name) => [name, MODULE_VERSION])),
   );
-  registry = new MethodRegistry([...builtinModules, rpc, ...(deps.modules ?? [])], {
-    enabled: new Set<ModuleName>(opts.modules),
-    hostedOff: new Set<ModuleName>(hosted ? HOSTED_OFF_MODULES : []),
-  });
+  const ledger = deps.services.ledger;
+  const chainModules = ledger === undefined ? [] : [ethChainModule(ledger)];
+  registry = new MethodRegistry(
+    [...builtinModules, ...chainModules, rpc, ...(deps.modules ?? [])],
+    {
+      enabled: new Set<ModuleName>(opts.modules),
+      hostedOff: new Set<ModuleName>(hosted ? HOSTED_OFF_MODULES : []),
+    },
+  );
   const dispatcher = new Dispatcher(
     {
       maxBatchSize: opts.maxBatchSize,

@@ -1,4 +1,5 @@
 import type { Address, NetworkPreset } from "@nodex/types";
+import type { Ledger } from "./ledger.js";
 
 /** The chain as the RPC methods see it. */
 export interface ChainView {
@@ -51,6 +52,8 @@ export interface RPCServices {
   readonly peers: PeersView;
   readonly mining: MiningView;
   readonly accounts: AccountsView;
+  /** Blocks, state, transactions and calls; the chain methods are served when it is present. */
+  readonly ledger?: Ledger;
 }
 
 /** What a handler knows about the request it serves. */

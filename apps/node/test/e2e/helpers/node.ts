@@ -13,6 +13,8 @@ export interface StartOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Replace the default network flag; `null` for none. */
   readonly network?: string | null;
+  /** Use this datadir and leave it in place on stop (restart tests). */
+  readonly datadir?: string;
 }
 
 export interface RunningNode {
@@ -20,15 +22,20 @@ export interface RunningNode {
   readonly port: number;
   readonly datadir: string;
   readonly process: ChildProcess;
-  /** Everything the node logged so far. */
+  /** Everything the node logged so far (standard error). */
   logs(): string;
+  /** What the node printed on standard output. */
+  stdout(): string;
   /** SIGTERM, wait for exit, remove the datadir; resolves with the exit code. */
   stop(): Promise<number | null>;
 }
 
 /** Starts the real `nodex` on a free port with a temp datadir; resolves once it listens. */
 export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
-  const datadir = mkdtempSync(join(tmpdir(), "nodex-e2e-"));
+  const datadir = opts.datadir ?? mkdtempSync(join(tmpdir(), "nodex-e2e-"));
+  const removeDatadir = () => {
+    if (opts.datadir === undefined) rmSync(datadir, { recursive: true, force: true });
+  };
   const child = spawn(
     process.execPath,
     [
@@ -47,8 +54,9 @@ export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
   let logs = "";
   child.stderr.setEncoding("utf8");
   child.stdout.setEncoding("utf8");
+  let stdout = "";
   child.stdout.on("data", (d: string) => {
-    logs += d;
+    stdout += d;
   });
   const exited = new Promise<number | null>((resolve) =>
     child.once("exit", (code) => resolve(code)),
@@ -56,7 +64,7 @@ export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      rmSync(datadir, { recursive: true, force: true });
+      removeDatadir();
       reject(new Error(`nodex did not start:\n${logs}`));
     }, 20_000);
     child.stderr.on("data", (d: string) => {
@@ -79,11 +87,12 @@ export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
     datadir,
     process: child,
     logs: () => logs,
+    stdout: () => stdout,
     stop() {
       stopped ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
         const code = await exited;
-        rmSync(datadir, { recursive: true, force: true });
+        removeDatadir();
         return code;
       })();
       return stopped;

@@ -1,0 +1,178 @@
+import type { Chain, StoredBlock } from "@nodex/chain";
+import type { CallOutcome, CallRequest, Executor } from "@nodex/evm";
+import { intrinsicGas } from "@nodex/evm";
+import type { WorldState } from "@nodex/state";
+import {
+  type Address,
+  type BlockSelector,
+  bytesToHex,
+  decodeTransaction,
+  formatBlockSelector,
+  type Receipt,
+  type SignedTransaction,
+} from "@nodex/types";
+import { RPCError, RPCErrorCode } from "./errors.js";
+
+export interface LedgerOptions {
+  /** Mine a block for each transaction received (regtest and devnet). */
+  readonly automine: boolean;
+  /** Beneficiary of mined blocks. */
+  readonly coinbase: () => Address;
+}
+
+/** A transaction in its block. */
+export interface IncludedTransaction {
+  readonly tx: SignedTransaction;
+  readonly block: StoredBlock;
+  readonly index: number;
+}
+
+export interface IncludedReceipt extends IncludedTransaction {
+  readonly receipt: Receipt;
+  /** Gas used by this transaction alone. */
+  readonly gasUsed: bigint;
+  /** Index of the receipt's first log among all the block's logs. */
+  readonly firstLogIndex: number;
+}
+
+/**
+ * The chain as the JSON-RPC methods use it: block selectors resolved, state at a block,
+ * transactions received and (on development networks) mined at once, calls and estimates.
+ */
+export class Ledger {
+  readonly chain: Chain;
+  readonly executor: Executor;
+  readonly automine: boolean;
+  readonly #coinbase: () => Address;
+
+  constructor(chain: Chain, executor: Executor, opts: LedgerOptions) {
+    this.chain = chain;
+    this.executor = executor;
+    this.automine = opts.automine;
+    this.#coinbase = opts.coinbase;
+  }
+
+  /** The block a selector names, or `null` when there is none. */
+  async resolve(selector: BlockSelector): Promise<StoredBlock | null> {
+    switch (selector.kind) {
+      case "number":
+        return (await this.chain.getBlockByNumber(selector.number)) ?? null;
+      case "hash": {
+        const block = await this.chain.getBlockByHash(selector.hash);
+        if (block === undefined) return null;
+        if (selector.requireCanonical) {
+          const canonical = await this.chain.getCanonicalHash(block.block.header.number);
+          if (canonical === undefined || bytesToHex(canonical) !== bytesToHex(block.hash)) {
+            throw new RPCError(
+              RPCErrorCode.INVALID_PARAMS,
+              `block ${bytesToHex(block.hash)} is not canonical`,
+            );
+          }
+        }
+        return block;
+      }
+      case "tag":
+        switch (selector.tag) {
+          case "latest":
+          case "pending":
+            return this.chain.head;
+          case "earliest":
+            return (await this.chain.getBlockByNumber(0n)) ?? null;
+          default:
+            // No finality on this chain: answered as the reference node answers.
+            throw new RPCError(RPCErrorCode.INVALID_PARAMS, `invalid blocknumber ${selector.tag}`);
+        }
+    }
+  }
+
+  /** Like `resolve`, for methods that need a block: a missing one is an invalid parameter. */
+  async require(selector: BlockSelector): Promise<StoredBlock> {
+    const block = await this.resolve(selector);
+    if (block === null) {
+      throw new RPCError(
+        RPCErrorCode.INVALID_PARAMS,
+        `block ${formatBlockSelector(selector)} not found`,
+      );
+    }
+    return block;
+  }
+
+  async state(selector: BlockSelector): Promise<WorldState> {
+    return this.chain.stateAt((await this.require(selector)).block.header);
+  }
+
+  /** Decodes, checks and (on development networks) mines a signed transaction; returns its hash. */
+  async sendRawTransaction(raw: Uint8Array): Promise<Uint8Array> {
+    const tx = decodeTransaction(raw);
+    const chainId = this.chain.network.chainId;
+    if (tx.chainId !== undefined && tx.chainId !== chainId) {
+      throw new RPCError(
+        RPCErrorCode.INVALID_PARAMS,
+        `invalid chain id: transaction signed for chain ${tx.chainId}, this network is ${chainId}`,
+      );
+    }
+    if ((await this.chain.getTransactionLocation(tx.hash)) !== undefined) {
+      throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, "already known");
+    }
+    const mined = await this.chain.mine([tx], { coinbase: this.#coinbase() });
+    const rejected = mined.rejected[0];
+    if (rejected !== undefined) {
+      throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, rejected.error.message);
+    }
+    return tx.hash;
+  }
+
+  async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {
+    const block = await this.require(selector);
+    const state = await this.chain.stateAt(block.block.header);
+    const ctx = this.chain.nextBlockContext(block.block.header, this.#coinbase());
+    return this.executor.call(state, req, ctx);
+  }
+
+  /**
+   * The least gas with which the call succeeds, by binary search up to `req.gas` or the block
+   * gas limit. A call that fails even with all of it gets that upper bound as its estimate.
+   */
+  async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint> {
+    const block = await this.require(selector);
+    const header = block.block.header;
+    const state = await this.chain.stateAt(header);
+    const ctx = this.chain.nextBlockContext(header, this.#coinbase());
+    const cap = req.gas ?? ctx.gasLimit;
+    const run = (gas: bigint) => this.executor.call(state, { ...req, gas }, ctx);
+    const first = await run(cap);
+    if (!first.success) return cap;
+    let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
+    let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
+    if (!(await run(hi)).success) {
+      lo = hi;
+      hi = cap;
+    }
+    while (hi - lo > 1n) {
+      const mid = (lo + hi) / 2n;
+      if ((await run(mid)).success) hi = mid;
+      else lo = mid;
+    }
+    return hi;
+  }
+
+  async transaction(hash: Uint8Array): Promise<IncludedTransaction | null> {
+    const where = await this.chain.getTransactionLocation(hash);
+    if (where === undefined) return null;
+    const block = await this.chain.getBlockByHash(where.blockHash);
+    const tx = block?.block.transactions[where.index];
+    return block === undefined || tx === undefined ? null : { tx, block, index: where.index };
+  }
+
+  async receipt(hash: Uint8Array): Promise<IncludedReceipt | null> {
+    const found = await this.transaction(hash);
+    if (found === null) return null;
+    const receipts = await this.chain.getReceipts(found.block.hash);
+    const receipt = receipts?.[found.index];
+    if (receipts === undefined || receipt === undefined) return null;
+    const previous = found.index === 0 ? 0n : receipts[found.index - 1]!.cumulativeGasUsed;
+    let firstLogIndex = 0;
+    for (let i = 0; i < found.index; i++) firstLogIndex += receipts[i]!.logs.length;
+    return { ...found, receipt, gasUsed: receipt.cumulativeGasUsed - previous, firstLogIndex };
+  }
+}

@@ -1,0 +1,116 @@
+import { BlockTag, bytesToHex } from "@nodex/types";
+import { RPCError, RPCErrorCode } from "../errors.js";
+import type { Ledger } from "../ledger.js";
+import { p } from "../params.js";
+import { defineModule, method } from "../registry.js";
+import { r } from "../results.js";
+import { formatBlock, formatReceipt, formatTransaction } from "./format.js";
+
+const LATEST = { kind: "tag", tag: BlockTag.LATEST } as const;
+const REVERT_PREFIX = "VM Exception while processing transaction: ";
+
+/** The chain methods of the eth module, served from a `Ledger`. */
+export function ethChainModule(ledger: Ledger) {
+  const stateAt = p.optional(p.blockSelector, LATEST);
+  return defineModule("eth", {
+    getBalance: method({
+      params: [p.address, stateAt],
+      result: r.quantity,
+      handler: async (_s, [address, block]) => (await ledger.state(block)).getBalance(address),
+    }),
+    getTransactionCount: method({
+      params: [p.address, stateAt],
+      result: r.quantity,
+      handler: async (_s, [address, block]) => (await ledger.state(block)).getNonce(address),
+    }),
+    getCode: method({
+      params: [p.address, stateAt],
+      result: r.data,
+      handler: async (_s, [address, block]) => (await ledger.state(block)).getCode(address),
+    }),
+    getStorageAt: method({
+      params: [p.address, p.quantity, stateAt],
+      result: r.data,
+      handler: async (_s, [address, position, block]) => {
+        const slot = new Uint8Array(32);
+        let n = position;
+        for (let i = 31; i >= 0 && n > 0n; i--, n >>= 8n) slot[i] = Number(n & 0xffn);
+        return (await ledger.state(block)).getStorage(address, slot);
+      },
+    }),
+    getBlockByNumber: method({
+      params: [p.blockNumberOrTag, p.optional(p.boolean, false)],
+      result: r.json,
+      handler: async (_s, [block, full]) => {
+        const found = await ledger.resolve(block);
+        return found === null ? null : formatBlock(found, full);
+      },
+    }),
+    getBlockByHash: method({
+      params: [p.hash, p.optional(p.boolean, false)],
+      result: r.json,
+      handler: async (_s, [hash, full]) => {
+        const found = await ledger.chain.getBlockByHash(hash);
+        return found === undefined ? null : formatBlock(found, full);
+      },
+    }),
+    getBlockTransactionCountByNumber: method({
+      params: [p.blockNumberOrTag],
+      result: r.nullable(r.quantity),
+      handler: async (_s, [block]) =>
+        (await ledger.resolve(block))?.block.transactions.length ?? null,
+    }),
+    getBlockTransactionCountByHash: method({
+      params: [p.hash],
+      result: r.nullable(r.quantity),
+      handler: async (_s, [hash]) =>
+        (await ledger.chain.getBlockByHash(hash))?.block.transactions.length ?? null,
+    }),
+    getTransactionByHash: method({
+      params: [p.hash],
+      result: r.json,
+      handler: async (_s, [hash]) => {
+        const found = await ledger.transaction(hash);
+        return found === null ? null : formatTransaction(found.tx, found.block, found.index);
+      },
+    }),
+    getTransactionReceipt: method({
+      params: [p.hash],
+      result: r.json,
+      handler: async (_s, [hash]) => {
+        const found = await ledger.receipt(hash);
+        return found === null ? null : formatReceipt(found);
+      },
+    }),
+    call: method({
+      params: [p.callObject, stateAt],
+      result: r.data,
+      handler: async (_s, [req, block]) => {
+        const out = await ledger.call(req, block);
+        if (out.success) return out.returnValue;
+        const data = out.returnValue.length > 0 ? bytesToHex(out.returnValue) : undefined;
+        const why =
+          out.error === "revert"
+            ? out.revertReason === undefined
+              ? "transaction reverted"
+              : `revert ${out.revertReason}`
+            : (out.error ?? "execution failed");
+        throw new RPCError(RPCErrorCode.REVERTED, `${REVERT_PREFIX}${why}`, data);
+      },
+    }),
+    estimateGas: method({
+      params: [p.callObject, stateAt],
+      result: r.quantity,
+      handler: (_s, [req, block]) => ledger.estimateGas(req, block),
+    }),
+    ...(ledger.automine
+      ? {
+          sendRawTransaction: method({
+            params: [p.data],
+            result: r.data,
+            handler: (_s, [raw]) => ledger.sendRawTransaction(raw),
+          }),
+        }
+      : {}),
+  });
+}
