@@ -23,3 +23,13 @@ export function logsBloom(logs: readonly Log[]): Uint8Array {
 export function orBloom(bloom: Uint8Array, other: Uint8Array): void {
   for (let i = 0; i < 256; i++) bloom[i]! |= other[i]!;
 }
+
+/** Whether `value` may be in `bloom` (false means it certainly is not). */
+export function bloomMayContain(bloom: Uint8Array, value: Uint8Array): boolean {
+  const hash = keccak256(value);
+  for (let i = 0; i < 6; i += 2) {
+    const bit = ((hash[i]! << 8) | hash[i + 1]!) & 2047;
+    if ((bloom[256 - 1 - (bit >> 3)]! & (1 << (bit & 7))) === 0) return false;
+  }
+  return true;
+}

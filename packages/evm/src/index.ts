@@ -1,4 +1,4 @@
-export { logsBloom, orBloom } from "./bloom.js";
+export { bloomMayContain, logsBloom, orBloom } from "./bloom.js";
 export { ExecutionError, ExecutionErrorCode } from "./errors.js";
 export {
   type BlockContext,

@@ -1,6 +1,6 @@
 import type { Chain, StoredBlock } from "@nodex/chain";
 import type { CallOutcome, CallRequest, Executor } from "@nodex/evm";
-import { intrinsicGas } from "@nodex/evm";
+import { bloomMayContain, intrinsicGas } from "@nodex/evm";
 import type { WorldState } from "@nodex/state";
 import {
   type Address,
@@ -8,10 +8,27 @@ import {
   bytesToHex,
   decodeTransaction,
   formatBlockSelector,
+  type Log,
   type Receipt,
   type SignedTransaction,
 } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
+import type { LogFilter } from "./logFilter.js";
+
+/** Block ranges up to this many blocks return every matching log (the spec's limits). */
+export const LOGS_UNCAPPED_RANGE = 2000n;
+/** Longer ranges are served while they return at most this many logs. */
+export const LOGS_CAP = 10_000;
+
+/** A log with where it is. */
+export interface FoundLog {
+  readonly log: Log;
+  readonly block: StoredBlock;
+  readonly transactionHash: Uint8Array;
+  readonly transactionIndex: number;
+  /** Position among all the block's logs. */
+  readonly logIndex: number;
+}
 
 export interface LedgerOptions {
   /** Mine a block for each transaction received (regtest and devnet). */
@@ -156,6 +173,76 @@ export class Ledger {
     return hi;
   }
 
+  /** The logs `filter` selects, in chain order. */
+  async getLogs(filter: LogFilter): Promise<FoundLog[]> {
+    const found: FoundLog[] = [];
+    if ("blockHash" in filter.range) {
+      const block = await this.chain.getBlockByHash(filter.range.blockHash);
+      if (block === undefined) {
+        throw new RPCError(
+          RPCErrorCode.INVALID_PARAMS,
+          `block ${bytesToHex(filter.range.blockHash)} not found`,
+        );
+      }
+      await this.#collectLogs(block, filter, found);
+      return found;
+    }
+    const head = this.chain.head.block.header.number;
+    const from = await this.#rangeEnd(filter.range.from, head);
+    const to = await this.#rangeEnd(filter.range.to, head);
+    if (from > to) {
+      throw new RPCError(
+        RPCErrorCode.INVALID_PARAMS,
+        `invalid block range: fromBlock 0x${from.toString(16)} is after toBlock 0x${to.toString(16)}`,
+      );
+    }
+    const capped = to - from + 1n > LOGS_UNCAPPED_RANGE;
+    for (let n = from; n <= to && n <= head; n++) {
+      const block = await this.chain.getBlockByNumber(n);
+      if (block !== undefined) await this.#collectLogs(block, filter, found);
+      if (capped && found.length > LOGS_CAP) {
+        throw new RPCError(
+          RPCErrorCode.LOGS_LIMIT,
+          `query returns more than ${LOGS_CAP} logs over more than ${LOGS_UNCAPPED_RANGE} blocks: ` +
+            `ask for at most ${LOGS_UNCAPPED_RANGE} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + LOGS_UNCAPPED_RANGE - 1n).toString(16)}`,
+        );
+      }
+    }
+    return found;
+  }
+
+  async #rangeEnd(selector: BlockSelector, head: bigint): Promise<bigint> {
+    if (selector.kind === "number") return selector.number;
+    const block = await this.resolve(selector);
+    return block === null ? head : block.block.header.number;
+  }
+
+  async #collectLogs(block: StoredBlock, filter: LogFilter, out: FoundLog[]): Promise<void> {
+    const bloom = block.block.header.logsBloom;
+    if (filter.addresses.length > 0 && !filter.addresses.some((a) => bloomMayContain(bloom, a)))
+      return;
+    for (const position of filter.topics) {
+      if (position !== null && !position.some((t) => bloomMayContain(bloom, t))) return;
+    }
+    const receipts = await this.chain.getReceipts(block.hash);
+    if (receipts === undefined) return;
+    let logIndex = 0;
+    receipts.forEach((receipt, txIndex) => {
+      for (const log of receipt.logs) {
+        if (logMatches(log, filter)) {
+          out.push({
+            log,
+            block,
+            transactionHash: block.block.transactions[txIndex]!.hash,
+            transactionIndex: txIndex,
+            logIndex,
+          });
+        }
+        logIndex++;
+      }
+    });
+  }
+
   async transaction(hash: Uint8Array): Promise<IncludedTransaction | null> {
     const where = await this.chain.getTransactionLocation(hash);
     if (where === undefined) return null;
@@ -175,4 +262,22 @@ export class Ledger {
     for (let i = 0; i < found.index; i++) firstLogIndex += receipts[i]!.logs.length;
     return { ...found, receipt, gasUsed: receipt.cumulativeGasUsed - previous, firstLogIndex };
   }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function logMatches(log: Log, filter: LogFilter): boolean {
+  if (filter.addresses.length > 0 && !filter.addresses.some((a) => sameBytes(a, log.address)))
+    return false;
+  for (let i = 0; i < filter.topics.length; i++) {
+    const wanted = filter.topics[i];
+    if (wanted === null || wanted === undefined) continue;
+    const topic = log.topics[i];
+    if (topic === undefined || !wanted.some((t) => sameBytes(t, topic))) return false;
+  }
+  return true;
 }

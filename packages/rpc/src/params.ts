@@ -12,6 +12,7 @@ import {
   parseQuantity,
 } from "@nodex/types";
 import { parseCallObject } from "./callObject.js";
+import { type LogFilter, parseLogFilter } from "./logFilter.js";
 
 /** One positional parameter: how to decode it, and whether it may be left out. */
 export interface ParamSpec<T> {
@@ -64,6 +65,7 @@ export const p = {
   blockSelector: required<BlockSelector>("block", parseBlockSelector),
   blockNumberOrTag: required<BlockSelector>("block", parseBlockNumberOrTag),
   callObject: required<CallRequest>("call", parseCallObject),
+  logFilter: required<LogFilter>("filter", (v, arg) => parseLogFilter(v, arg)),
 
   /** Makes a parameter optional; absent or `null` decodes to `defaultValue`. */
   optional<T>(spec: ParamSpec<T>, defaultValue: T): ParamSpec<T> {

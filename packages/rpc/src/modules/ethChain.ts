@@ -4,7 +4,7 @@ import type { Ledger } from "../ledger.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
-import { formatBlock, formatReceipt, formatTransaction } from "./format.js";
+import { formatBlock, formatLog, formatReceipt, formatTransaction } from "./format.js";
 
 const LATEST = { kind: "tag", tag: BlockTag.LATEST } as const;
 const REVERT_PREFIX = "VM Exception while processing transaction: ";
@@ -97,6 +97,11 @@ export function ethChainModule(ledger: Ledger) {
             : (out.error ?? "execution failed");
         throw new RPCError(RPCErrorCode.REVERTED, `${REVERT_PREFIX}${why}`, data);
       },
+    }),
+    getLogs: method({
+      params: [p.logFilter],
+      result: r.json,
+      handler: async (_s, [filter]) => (await ledger.getLogs(filter)).map(formatLog),
     }),
     estimateGas: method({
       params: [p.callObject, stateAt],

@@ -9,7 +9,7 @@ import {
   headerHash,
   type SignedTransaction,
 } from "@nodex/types";
-import type { IncludedReceipt } from "../ledger.js";
+import type { FoundLog, IncludedReceipt } from "../ledger.js";
 
 const ZERO_NONCE = "0x0000000000000000";
 const ZERO_HASH = `0x${"00".repeat(32)}`;
@@ -124,5 +124,20 @@ export function formatReceipt(found: IncludedReceipt): Record<string, unknown> {
     logsBloom: bytesToHex(receipt.logsBloom),
     type: "0x0",
     status: encodeQuantity(receipt.status),
+  };
+}
+
+/** The spec's log object, `removed` included. */
+export function formatLog(found: FoundLog): Record<string, unknown> {
+  return {
+    removed: false,
+    logIndex: encodeQuantity(found.logIndex),
+    transactionIndex: encodeQuantity(found.transactionIndex),
+    transactionHash: bytesToHex(found.transactionHash),
+    blockHash: bytesToHex(found.block.hash),
+    blockNumber: encodeQuantity(found.block.block.header.number),
+    address: bytesToHex(found.log.address),
+    data: bytesToHex(found.log.data),
+    topics: found.log.topics.map(bytesToHex),
   };
 }

@@ -1,0 +1,88 @@
+import {
+  type Address,
+  type BlockSelector,
+  CodecError,
+  type Hash32,
+  parseAddress,
+  parseBlockNumberOrTag,
+  parseHash,
+} from "@nodex/types";
+import { jsonType } from "./params.js";
+
+/** A log filter: which blocks, which emitters, which topics by position. */
+export interface LogFilter {
+  readonly range:
+    | { readonly blockHash: Hash32 }
+    | { readonly from: BlockSelector; readonly to: BlockSelector };
+  /** Empty: any address. */
+  readonly addresses: readonly Address[];
+  /** One entry per position: `null` matches anything, a list matches any of its topics. */
+  readonly topics: readonly (readonly Hash32[] | null)[];
+}
+
+const LATEST: BlockSelector = { kind: "tag", tag: "latest" };
+const KNOWN_FIELDS = new Set(["fromBlock", "toBlock", "address", "topics", "blockHash"]);
+
+/**
+ * Decodes the spec's filter options object. `blockHash` excludes `fromBlock`/`toBlock`; both
+ * default to `latest`. `allowBlockHash` is false for `eth_newFilter`.
+ */
+export function parseLogFilter(value: unknown, arg: number, allowBlockHash = true): LogFilter {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new CodecError(arg, `expected a filter object, got ${jsonType(value)}`);
+  }
+  const o = value as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!KNOWN_FIELDS.has(key))
+      throw new CodecError(arg, `unknown filter field ${JSON.stringify(key)}`);
+  }
+  const nested = <T>(name: string, parse: () => T): T => {
+    try {
+      return parse();
+    } catch (err) {
+      if (err instanceof CodecError) throw new CodecError(arg, `${name}: ${err.reason}`);
+      throw err;
+    }
+  };
+  const present = (name: string) => o[name] !== undefined && o[name] !== null;
+  let range: LogFilter["range"];
+  if (present("blockHash")) {
+    if (!allowBlockHash) throw new CodecError(arg, "blockHash is not allowed here");
+    if (present("fromBlock") || present("toBlock")) {
+      throw new CodecError(arg, "cannot specify both blockHash and fromBlock/toBlock");
+    }
+    range = { blockHash: nested("blockHash", () => parseHash(o.blockHash, arg)) };
+  } else {
+    range = {
+      from: present("fromBlock")
+        ? nested("fromBlock", () => parseBlockNumberOrTag(o.fromBlock, arg))
+        : LATEST,
+      to: present("toBlock")
+        ? nested("toBlock", () => parseBlockNumberOrTag(o.toBlock, arg))
+        : LATEST,
+    };
+  }
+  let addresses: Address[] = [];
+  if (present("address")) {
+    const a = o.address;
+    addresses = nested("address", () =>
+      Array.isArray(a) ? a.map((item) => parseAddress(item, arg)) : [parseAddress(a, arg)],
+    );
+  }
+  let topics: (Hash32[] | null)[] = [];
+  if (present("topics")) {
+    const t = o.topics;
+    if (!Array.isArray(t))
+      throw new CodecError(arg, `topics: expected an array, got ${jsonType(t)}`);
+    if (t.length > 4) throw new CodecError(arg, "topics: at most 4 positions");
+    topics = t.map((position, i) =>
+      nested(`topics[${i}]`, () => {
+        if (position === null) return null;
+        if (Array.isArray(position))
+          return position.length === 0 ? null : position.map((x) => parseHash(x, arg));
+        return [parseHash(position, arg)];
+      }),
+    );
+  }
+  return { range, addresses, topics };
+}
