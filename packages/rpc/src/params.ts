@@ -65,6 +65,11 @@ export const p = {
   blockSelector: required<BlockSelector>("block", parseBlockSelector),
   blockNumberOrTag: required<BlockSelector>("block", parseBlockNumberOrTag),
   callObject: required<CallRequest>("call", parseCallObject),
+  storageKeys: required<Hash32[]>("storage keys", (v, arg) => {
+    if (!Array.isArray(v))
+      throw new CodecError(arg, `expected an array of storage keys, got ${jsonType(v)}`);
+    return v.map((key) => parseHash(key, arg));
+  }),
   logFilter: required<LogFilter>("filter", (v, arg) => parseLogFilter(v, arg)),
 
   /** Makes a parameter optional; absent or `null` decodes to `defaultValue`. */

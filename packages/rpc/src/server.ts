@@ -5,6 +5,7 @@ import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { ethChainModule } from "./modules/ethChain.js";
 import { builtinModules } from "./modules/index.js";
+import { nodexChainModule } from "./modules/nodexChain.js";
 import { rpcModule } from "./modules/rpc.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
@@ -39,7 +40,8 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     Object.fromEntries((registry?.enabledModules() ?? []).map((name) => [name, MODULE_VERSION])),
   );
   const ledger = deps.services.ledger;
-  const chainModules = ledger === undefined ? [] : [ethChainModule(ledger)];
+  const chainModules =
+    ledger === undefined ? [] : [ethChainModule(ledger), nodexChainModule(ledger)];
   registry = new MethodRegistry(
     [...builtinModules, ...chainModules, rpc, ...(deps.modules ?? [])],
     {

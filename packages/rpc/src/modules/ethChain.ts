@@ -1,10 +1,34 @@
-import { BlockTag, bytesToHex } from "@nodex/types";
+import type { StoredBlock } from "@nodex/chain";
+import { BlockTag, bytesToHex, headerHash } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "../errors.js";
 import type { Ledger } from "../ledger.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
-import { formatBlock, formatLog, formatReceipt, formatTransaction } from "./format.js";
+import { formatBlock, formatLog, formatProof, formatReceipt, formatTransaction } from "./format.js";
+
+function transactionAt(found: StoredBlock, index: bigint): Record<string, unknown> | null {
+  const tx =
+    index < BigInt(found.block.transactions.length)
+      ? found.block.transactions[Number(index)]
+      : undefined;
+  return tx === undefined ? null : formatTransaction(tx, found, Number(index));
+}
+
+/** An uncle as a block object without transactions; its total difficulty is not tracked. */
+function uncleAt(found: StoredBlock, index: bigint): Record<string, unknown> | null {
+  const uncle =
+    index < BigInt(found.block.uncles.length) ? found.block.uncles[Number(index)] : undefined;
+  if (uncle === undefined) return null;
+  return formatBlock(
+    {
+      block: { header: uncle, transactions: [], uncles: [] },
+      hash: headerHash(uncle),
+      totalDifficulty: 0n,
+    },
+    false,
+  );
+}
 
 const LATEST = { kind: "tag", tag: BlockTag.LATEST } as const;
 const REVERT_PREFIX = "VM Exception while processing transaction: ";
@@ -65,6 +89,55 @@ export function ethChainModule(ledger: Ledger) {
       result: r.nullable(r.quantity),
       handler: async (_s, [hash]) =>
         (await ledger.chain.getBlockByHash(hash))?.block.transactions.length ?? null,
+    }),
+    getTransactionByBlockHashAndIndex: method({
+      params: [p.hash, p.quantity],
+      result: r.json,
+      handler: async (_s, [hash, index]) => {
+        const found = await ledger.chain.getBlockByHash(hash);
+        return found === undefined ? null : transactionAt(found, index);
+      },
+    }),
+    getTransactionByBlockNumberAndIndex: method({
+      params: [p.blockNumberOrTag, p.quantity],
+      result: r.json,
+      handler: async (_s, [block, index]) => {
+        const found = await ledger.resolve(block);
+        return found === null ? null : transactionAt(found, index);
+      },
+    }),
+    getUncleCountByBlockHash: method({
+      params: [p.hash],
+      result: r.nullable(r.quantity),
+      handler: async (_s, [hash]) =>
+        (await ledger.chain.getBlockByHash(hash))?.block.uncles.length ?? null,
+    }),
+    getUncleCountByBlockNumber: method({
+      params: [p.blockNumberOrTag],
+      result: r.nullable(r.quantity),
+      handler: async (_s, [block]) => (await ledger.resolve(block))?.block.uncles.length ?? null,
+    }),
+    getUncleByBlockHashAndIndex: method({
+      params: [p.hash, p.quantity],
+      result: r.json,
+      handler: async (_s, [hash, index]) => {
+        const found = await ledger.chain.getBlockByHash(hash);
+        return found === undefined ? null : uncleAt(found, index);
+      },
+    }),
+    getUncleByBlockNumberAndIndex: method({
+      params: [p.blockNumberOrTag, p.quantity],
+      result: r.json,
+      handler: async (_s, [block, index]) => {
+        const found = await ledger.resolve(block);
+        return found === null ? null : uncleAt(found, index);
+      },
+    }),
+    getProof: method({
+      params: [p.address, p.storageKeys, p.blockNumberOrTag],
+      result: r.json,
+      handler: async (_s, [address, keys, block]) =>
+        formatProof(await (await ledger.state(block)).getProof(address, keys)),
     }),
     getTransactionByHash: method({
       params: [p.hash],

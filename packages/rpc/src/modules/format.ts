@@ -1,4 +1,5 @@
 import type { StoredBlock } from "@nodex/chain";
+import type { StateProof } from "@nodex/state";
 import {
   type BlockHeader,
   bytesToHex,
@@ -139,5 +140,22 @@ export function formatLog(found: FoundLog): Record<string, unknown> {
     address: bytesToHex(found.log.address),
     data: bytesToHex(found.log.data),
     topics: found.log.topics.map(bytesToHex),
+  };
+}
+
+/** `eth_getProof`'s object (EIP-1186). */
+export function formatProof(proof: StateProof): Record<string, unknown> {
+  return {
+    address: bytesToHex(proof.address),
+    balance: encodeQuantity(proof.balance),
+    codeHash: bytesToHex(proof.codeHash),
+    nonce: encodeQuantity(proof.nonce),
+    storageHash: bytesToHex(proof.storageHash),
+    accountProof: proof.accountProof.map(bytesToHex),
+    storageProof: proof.storageProof.map((s) => ({
+      key: bytesToHex(s.key),
+      value: encodeQuantity(s.value),
+      proof: s.proof.map(bytesToHex),
+    })),
   };
 }
