@@ -24,6 +24,8 @@ export const EVM_HARDFORK = Hardfork.Cancun;
 /** EIP-3860: the largest init code a creation may carry. */
 export const MAX_INITCODE_SIZE = 49_152;
 
+const KZG_POINT_EVALUATION = `0x${"00".repeat(19)}0a` as const;
+
 const TX_GAS = 21_000n;
 const TX_CREATE_GAS = 32_000n;
 const TX_DATA_ZERO_GAS = 4n;
@@ -108,7 +110,12 @@ export class Executor {
   #evmFor(state: WorldState): Promise<EVM> {
     let evm = this.#evms.get(state);
     if (evm === undefined) {
-      evm = createEVM({ common: this.common, stateManager: state.manager });
+      evm = createEVM({
+        common: this.common,
+        stateManager: state.manager,
+        // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
+        customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
+      });
       this.#evms.set(state, evm);
     }
     return evm;

@@ -310,6 +310,25 @@ describe("Executor.call", () => {
   });
 });
 
+describe("precompiles", () => {
+  it("has Ethereum's 0x01–0x09 and not Cancun's 0x0a", async () => {
+    const at = (n: number) =>
+      hexToBytes(`0x${"00".repeat(19)}${n.toString(16).padStart(2, "0")}`) as Address;
+    // identity (0x04) echoes its input
+    const identity = await executor.call(
+      state,
+      { to: at(4), data: new Uint8Array([1, 2, 3]) },
+      BLOCK,
+    );
+    expect(identity.returnValue).toEqual(new Uint8Array([1, 2, 3]));
+    // 0x0a is an empty account: a call succeeds with no output and no precompile cost
+    const kzg = await executor.call(state, { to: at(10), data: new Uint8Array(192) }, BLOCK);
+    expect(kzg.success).toBe(true);
+    expect(kzg.returnValue).toEqual(new Uint8Array());
+    expect(kzg.gasUsed).toBeLessThan(21_000n + 192n * 4n + 3_000n);
+  });
+});
+
 describe("intrinsicGas", () => {
   it("charges for calldata and creation as Cancun does", () => {
     expect(intrinsicGas({ to: bob!.address, data: new Uint8Array() })).toBe(21_000n);
