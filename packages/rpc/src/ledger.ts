@@ -15,6 +15,9 @@ import {
 import { RPCError, RPCErrorCode } from "./errors.js";
 import type { LogFilter } from "./logFilter.js";
 
+/** How many read-only states (by root) stay open for reuse. */
+const READ_STATE_CACHE = 8;
+
 /** Block ranges up to this many blocks return every matching log (the spec's limits). */
 export const LOGS_UNCAPPED_RANGE = 2000n;
 /** Longer ranges are served while they return at most this many logs. */
@@ -61,6 +64,8 @@ export class Ledger {
   readonly executor: Executor;
   readonly automine: boolean;
   readonly #coinbase: () => Address;
+  /** Read-only states by state root, most recently used last. */
+  readonly #states = new Map<string, Promise<WorldState>>();
 
   constructor(chain: Chain, executor: Executor, opts: LedgerOptions) {
     this.chain = chain;
@@ -114,8 +119,25 @@ export class Ledger {
     return block;
   }
 
+  /**
+   * The state after the selected block, for reads only: the same object is shared by concurrent
+   * readers of that block (its account cache with it). Calls get a fresh state of their own.
+   */
   async state(selector: BlockSelector): Promise<WorldState> {
-    return this.chain.stateAt((await this.require(selector)).block.header);
+    const header = (await this.require(selector)).block.header;
+    const key = bytesToHex(header.stateRoot);
+    let state = this.#states.get(key);
+    if (state === undefined) {
+      state = this.chain.stateAt(header);
+      state.catch(() => this.#states.delete(key));
+      if (this.#states.size >= READ_STATE_CACHE) {
+        this.#states.delete(this.#states.keys().next().value as string);
+      }
+    } else {
+      this.#states.delete(key);
+    }
+    this.#states.set(key, state);
+    return state;
   }
 
   /** Decodes, checks and (on development networks) mines a signed transaction; returns its hash. */

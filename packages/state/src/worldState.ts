@@ -1,5 +1,5 @@
 import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
-import { getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
+import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
 import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
 import type { Address } from "@nodex/types";
 import type { NodeStore } from "./nodeStore.js";
@@ -8,6 +8,9 @@ import type { NodeStore } from "./nodeStore.js";
 export const EMPTY_TRIE_ROOT = Uint8Array.from(
   Buffer.from("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421", "hex"),
 );
+
+/** Trie nodes each state keeps in memory once read. */
+const TRIE_NODE_CACHE = 10_000;
 
 export interface AccountState {
   readonly nonce: bigint;
@@ -49,13 +52,14 @@ export class WorldState {
       db: store,
       useKeyHashing: true,
       valueEncoding: ValueEncoding.Bytes,
+      cacheSize: TRIE_NODE_CACHE,
     });
     if (root !== undefined) {
       if (!(await trie.checkRoot(root)))
         throw new Error(`state root ${Buffer.from(root).toString("hex")} is not in the database`);
       trie.root(root);
     }
-    return new WorldState(new MerkleStateManager({ trie }));
+    return new WorldState(new MerkleStateManager({ trie, caches: new Caches() }));
   }
 
   async getAccount(address: Address): Promise<AccountState | undefined> {
