@@ -4,6 +4,7 @@ import { bloomMayContain, intrinsicGas } from "@nodex/evm";
 import type { WorldState } from "@nodex/state";
 import {
   type Address,
+  type BlockHeader,
   type BlockSelector,
   bytesToHex,
   decodeTransaction,
@@ -17,6 +18,10 @@ import type { LogFilter } from "./logFilter.js";
 
 /** How many read-only states (by root) stay open for reuse. */
 const READ_STATE_CACHE = 8;
+/** How many states for calls (by root) stay open, each with its EVM. */
+const CALL_STATE_CACHE = 4;
+/** Calls on one block run on this many states at once (each state runs one call at a time). */
+const CALLS_IN_PARALLEL = 4;
 
 /** Block ranges up to this many blocks return every matching log (the spec's limits). */
 export const LOGS_UNCAPPED_RANGE = 2000n;
@@ -66,6 +71,12 @@ export class Ledger {
   readonly #coinbase: () => Address;
   /** Read-only states by state root, most recently used last. */
   readonly #states = new Map<string, Promise<WorldState>>();
+  /** States that run calls, by state root: one call at a time on each, as calls change and revert it. */
+  readonly #callStates = new Map<
+    string,
+    { state: Promise<WorldState>; queue: Promise<unknown> }[]
+  >();
+  #nextCallState = 0;
 
   constructor(chain: Chain, executor: Executor, opts: LedgerOptions) {
     this.chain = chain;
@@ -162,10 +173,9 @@ export class Ledger {
   }
 
   async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {
-    const block = await this.require(selector);
-    const state = await this.chain.stateAt(block.block.header);
-    const ctx = this.chain.nextBlockContext(block.block.header, this.#coinbase());
-    return this.executor.call(state, req, ctx);
+    const header = (await this.require(selector)).block.header;
+    const ctx = this.chain.nextBlockContext(header, this.#coinbase());
+    return this.#withCallState(header, (state) => this.executor.call(state, req, ctx));
   }
 
   /**
@@ -173,26 +183,51 @@ export class Ledger {
    * gas limit. A call that fails even with all of it gets that upper bound as its estimate.
    */
   async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint> {
-    const block = await this.require(selector);
-    const header = block.block.header;
-    const state = await this.chain.stateAt(header);
+    const header = (await this.require(selector)).block.header;
     const ctx = this.chain.nextBlockContext(header, this.#coinbase());
-    const cap = req.gas ?? ctx.gasLimit;
-    const run = (gas: bigint) => this.executor.call(state, { ...req, gas }, ctx);
-    const first = await run(cap);
-    if (!first.success) return cap;
-    let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
-    let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
-    if (!(await run(hi)).success) {
-      lo = hi;
-      hi = cap;
+    return this.#withCallState(header, async (state) => {
+      const cap = req.gas ?? ctx.gasLimit;
+      const run = (gas: bigint) => this.executor.call(state, { ...req, gas }, ctx);
+      const first = await run(cap);
+      if (!first.success) return cap;
+      let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
+      let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
+      if (!(await run(hi)).success) {
+        lo = hi;
+        hi = cap;
+      }
+      while (hi - lo > 1n) {
+        const mid = (lo + hi) / 2n;
+        if ((await run(mid)).success) hi = mid;
+        else lo = mid;
+      }
+      return hi;
+    });
+  }
+
+  /** Runs `job` on the call state of `header`, after the jobs queued there before it. */
+  #withCallState<T>(header: BlockHeader, job: (state: WorldState) => Promise<T>): Promise<T> {
+    const key = bytesToHex(header.stateRoot);
+    let slots = this.#callStates.get(key);
+    if (slots === undefined) {
+      slots = [];
+      if (this.#callStates.size >= CALL_STATE_CACHE) {
+        this.#callStates.delete(this.#callStates.keys().next().value as string);
+      }
+      this.#callStates.set(key, slots);
     }
-    while (hi - lo > 1n) {
-      const mid = (lo + hi) / 2n;
-      if ((await run(mid)).success) hi = mid;
-      else lo = mid;
+    const index = this.#nextCallState++ % CALLS_IN_PARALLEL;
+    let slot = slots[index];
+    if (slot === undefined) {
+      const state = this.chain.stateAt(header);
+      state.catch(() => this.#callStates.delete(key));
+      slot = { state, queue: Promise.resolve() };
+      slots[index] = slot;
     }
-    return hi;
+    const current = slot;
+    const run = current.queue.then(async () => job(await current.state));
+    current.queue = run.catch(() => {});
+    return run;
   }
 
   /** The logs `filter` selects, in chain order. */
