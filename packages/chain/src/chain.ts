@@ -34,6 +34,8 @@ import { ChainError, ChainErrorCode } from "./errors.js";
 import { genesisHeader, writeGenesisState } from "./genesis.js";
 
 const HEAD_KEY = new TextEncoder().encode("head");
+/** Decoded blocks kept in memory. */
+const BLOCK_CACHE = 256;
 
 /** A block of the chain with what the store knows of it. */
 export interface StoredBlock {
@@ -82,6 +84,10 @@ export class Chain {
   readonly #log: Logger;
   #head: StoredBlock;
   #queue: Promise<unknown> = Promise.resolve();
+  /** The state after the head, kept for building the next block (with its caches and EVM). */
+  #headState: { store: NodeStore; state: WorldState; root: string } | undefined;
+  /** Recently used blocks by hash: reading a block recovers every sender, which is slow. */
+  readonly #blocks = new Map<string, StoredBlock>();
 
   private constructor(network: NetworkPreset, deps: ChainDeps, head: StoredBlock) {
     this.network = network;
@@ -129,6 +135,21 @@ export class Chain {
   }
 
   async getBlockByHash(hash: Uint8Array): Promise<StoredBlock | undefined> {
+    const key = bytesToHex(hash);
+    const cached = this.#blocks.get(key);
+    if (cached !== undefined) return cached;
+    const stored = await this.#readBlock(hash);
+    if (stored !== undefined) this.#remember(key, stored);
+    return stored;
+  }
+
+  #remember(key: string, stored: StoredBlock): void {
+    if (this.#blocks.size >= BLOCK_CACHE)
+      this.#blocks.delete(this.#blocks.keys().next().value as string);
+    this.#blocks.set(key, stored);
+  }
+
+  async #readBlock(hash: Uint8Array): Promise<StoredBlock | undefined> {
     const [headerBytes, bodyBytes, tdBytes] = await Promise.all([
       this.#db.get(Bucket.HEADER, hash),
       this.#db.get(Bucket.BODY, hash),
@@ -205,8 +226,11 @@ export class Chain {
     const parent = this.#head;
     const parentHeader = parent.block.header;
     const ctx = this.nextBlockContext(parentHeader, opts.coinbase, opts.timestamp);
-    const store = new NodeStore(this.#db);
-    const state = await WorldState.open(store, parentHeader.stateRoot);
+    const parentRoot = bytesToHex(parentHeader.stateRoot);
+    const reuse = this.#headState?.root === parentRoot ? this.#headState : undefined;
+    this.#headState = undefined;
+    const store = reuse?.store ?? new NodeStore(this.#db);
+    const state = reuse?.state ?? (await WorldState.open(store, parentHeader.stateRoot));
     const included: SignedTransaction[] = [];
     const receipts: Receipt[] = [];
     const rejected: RejectedTransaction[] = [];
@@ -259,6 +283,8 @@ export class Chain {
     store.confirmWrites();
     const stored = { block, hash, totalDifficulty };
     this.#head = stored;
+    this.#headState = { store, state, root: bytesToHex(stateRoot) };
+    this.#remember(bytesToHex(hash), stored);
     this.#log.info("Mined block", {
       number: header.number,
       hash: bytesToHex(hash),

@@ -36,7 +36,11 @@ export class Database {
       : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
   }
 
-  /** Writes all `ops` atomically: after a crash either all of them are there or none. */
+  /**
+   * Writes all `ops` atomically: after a crash of the process (`kill -9` included) either all of
+   * them are there or none. The batch is in LevelDB's log before this returns; it is not forced
+   * to the disk (no fsync), so a power cut may lose the last blocks but never leaves half of one.
+   */
   async write(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
     await this.#level.batch(
@@ -45,7 +49,7 @@ export class Database {
           ? { type: "put" as const, key: bucketKey(op.bucket, op.key), value: op.value }
           : { type: "del" as const, key: bucketKey(op.bucket, op.key) },
       ),
-      { sync: true },
+      { sync: false },
     );
   }
 
