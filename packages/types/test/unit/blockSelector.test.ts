@@ -10,18 +10,9 @@ import {
   parseBlockSelector,
   parseBlockTag,
 } from "../../src/index.js";
+import { codecMessage } from "./codecTesting.js";
 
 const HASH = `0x${"ab".repeat(32)}`;
-const message = (fn: () => unknown): string => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CodecError);
-    return (err as CodecError).message;
-  }
-  throw new Error("expected a CodecError");
-};
-
 describe("block tags", () => {
   it.each(Object.values(BlockTag))("accepts %s", (tag) => {
     expect(isBlockTag(tag)).toBe(true);
@@ -31,13 +22,13 @@ describe("block tags", () => {
   });
 
   it("rejects unknown tags, naming the choices", () => {
-    expect(message(() => parseBlockTag("latests", 1))).toBe(
+    expect(codecMessage(() => parseBlockTag("latests", 1))).toBe(
       'invalid argument 1: invalid block tag "latests", want latest, earliest, pending, safe, finalized',
     );
-    expect(message(() => parseBlockNumberOrTag("Latest", 1))).toBe(
+    expect(codecMessage(() => parseBlockNumberOrTag("Latest", 1))).toBe(
       'invalid argument 1: invalid block tag "Latest", want latest, earliest, pending, safe, finalized or a hex block number',
     );
-    expect(message(() => parseBlockTag(1))).toBe(
+    expect(codecMessage(() => parseBlockTag(1))).toBe(
       "invalid argument 0: expected a block tag (latest, earliest, pending, safe, finalized), got number",
     );
   });
@@ -55,7 +46,7 @@ describe("parseBlockNumberOrTag", () => {
   });
 
   it("rejects a hash, which only selectors accept", () => {
-    expect(message(() => parseBlockNumberOrTag(HASH))).toBe(
+    expect(codecMessage(() => parseBlockNumberOrTag(HASH))).toBe(
       "invalid argument 0: hex number > 64 bits",
     );
   });
@@ -66,7 +57,7 @@ describe("parseBlockNumberOrTag", () => {
     ["0x", 'invalid argument 0: hex string "0x" has no digits'],
     [null, "invalid argument 0: expected a block number or tag, got null"],
   ])("rejects %j", (value, msg) => {
-    expect(message(() => parseBlockNumberOrTag(value))).toBe(msg);
+    expect(codecMessage(() => parseBlockNumberOrTag(value))).toBe(msg);
   });
 });
 
@@ -118,7 +109,7 @@ describe("parseBlockSelector", () => {
     [true, "expected a block number, tag, hash or object, got boolean"],
     [`0x${"zz".repeat(32)}`, "invalid hex string"],
   ])("rejects %j", (value, why) => {
-    expect(message(() => parseBlockSelector(value, 2))).toBe(`invalid argument 2: ${why}`);
+    expect(codecMessage(() => parseBlockSelector(value, 2))).toBe(`invalid argument 2: ${why}`);
   });
 
   it("never throws anything but a CodecError on arbitrary input", () => {

@@ -12,19 +12,7 @@ import {
   parseNonce,
   toChecksumAddress,
 } from "../../src/index.js";
-
-const hexString = (opts: { minLength?: number; maxLength?: number }) =>
-  fc.string({ unit: fc.constantFrom(..."0123456789abcdefABCDEF"), ...opts });
-
-const message = (fn: () => unknown): string => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CodecError);
-    return (err as CodecError).message;
-  }
-  throw new Error("expected a CodecError");
-};
+import { codecMessage, hexString } from "./codecTesting.js";
 
 describe("DATA", () => {
   it("round-trips arbitrary bytes", () => {
@@ -49,7 +37,7 @@ describe("DATA", () => {
       fc.property(
         hexString({ minLength: 1, maxLength: 99 }).filter((s) => s.length % 2 === 1),
         (digits) => {
-          expect(message(() => parseData(`0x${digits}`, 4))).toBe(
+          expect(codecMessage(() => parseData(`0x${digits}`, 4))).toBe(
             "invalid argument 4: hex string of odd length",
           );
         },
@@ -58,9 +46,9 @@ describe("DATA", () => {
   });
 
   it("rejects non-hex characters", () => {
-    expect(message(() => parseData("0xzz"))).toBe("invalid argument 0: invalid hex string");
-    expect(message(() => parseData("0xz"))).toBe("invalid argument 0: invalid hex string");
-    expect(message(() => parseData("abcd"))).toBe(
+    expect(codecMessage(() => parseData("0xzz"))).toBe("invalid argument 0: invalid hex string");
+    expect(codecMessage(() => parseData("0xz"))).toBe("invalid argument 0: invalid hex string");
+    expect(codecMessage(() => parseData("abcd"))).toBe(
       "invalid argument 0: hex string without 0x prefix",
     );
   });
@@ -77,7 +65,7 @@ describe("DATA", () => {
         if (bytes.length === size) {
           expect(parse(text, 1)).toEqual(bytes);
         } else {
-          expect(message(() => parse(text, 1))).toBe(
+          expect(codecMessage(() => parse(text, 1))).toBe(
             `invalid argument 1: hex string has length ${bytes.length * 2}, want ${size * 2} for ${what}`,
           );
         }

@@ -1,21 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CodecError, encodeQuantity, parseQuantity } from "../../src/index.js";
-
-const hexString = (opts: { minLength?: number; maxLength?: number }) =>
-  fc.string({ unit: fc.constantFrom(..."0123456789abcdefABCDEF"), ...opts });
+import { codecMessage, hexString } from "./codecTesting.js";
 
 const MAX256 = (1n << 256n) - 1n;
-const reason = (fn: () => unknown): string => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CodecError);
-    return (err as CodecError).message;
-  }
-  throw new Error("expected a CodecError");
-};
-
 describe("QUANTITY", () => {
   it("round-trips every 256-bit value", () => {
     fc.assert(
@@ -48,7 +36,7 @@ describe("QUANTITY", () => {
         fc.integer({ min: 1, max: 5 }),
         (n, zeros) => {
           const text = `0x${"0".repeat(zeros)}${n.toString(16)}`;
-          expect(reason(() => parseQuantity(text, 2))).toBe(
+          expect(codecMessage(() => parseQuantity(text, 2))).toBe(
             "invalid argument 2: hex string has leading zero digits",
           );
         },
@@ -59,12 +47,12 @@ describe("QUANTITY", () => {
   it("rejects a missing prefix", () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: MAX256 }), (n) => {
-        expect(reason(() => parseQuantity(n.toString(16)))).toBe(
+        expect(codecMessage(() => parseQuantity(n.toString(16)))).toBe(
           "invalid argument 0: hex string without 0x prefix",
         );
       }),
     );
-    expect(reason(() => parseQuantity("0X1f"))).toBe(
+    expect(codecMessage(() => parseQuantity("0X1f"))).toBe(
       "invalid argument 0: hex string without 0x prefix",
     );
   });
@@ -77,7 +65,7 @@ describe("QUANTITY", () => {
         nonHex,
         hexString({ maxLength: 10 }),
         (a, bad, b) => {
-          expect(reason(() => parseQuantity(`0x${a}${bad}${b}`))).toBe(
+          expect(codecMessage(() => parseQuantity(`0x${a}${bad}${b}`))).toBe(
             "invalid argument 0: invalid hex string",
           );
         },
@@ -95,7 +83,7 @@ describe("QUANTITY", () => {
     ["-0x1", "hex string without 0x prefix"],
     [`0x1${"0".repeat(64)}`, "hex number > 256 bits"],
   ])("rejects %j: %s", (text, why) => {
-    expect(reason(() => parseQuantity(text, 1))).toBe(`invalid argument 1: ${why}`);
+    expect(codecMessage(() => parseQuantity(text, 1))).toBe(`invalid argument 1: ${why}`);
   });
 
   it.each([
@@ -106,14 +94,14 @@ describe("QUANTITY", () => {
     [{}, "object"],
     [undefined, "undefined"],
   ])("rejects the JSON value %j, naming its type", (value, type) => {
-    expect(reason(() => parseQuantity(value, 3))).toBe(
+    expect(codecMessage(() => parseQuantity(value, 3))).toBe(
       `invalid argument 3: expected a hex string, got ${type}`,
     );
   });
 
   it("honours maxBits", () => {
     expect(parseQuantity("0xffffffffffffffff", 0, { maxBits: 64 })).toBe((1n << 64n) - 1n);
-    expect(reason(() => parseQuantity("0x10000000000000000", 0, { maxBits: 64 }))).toBe(
+    expect(codecMessage(() => parseQuantity("0x10000000000000000", 0, { maxBits: 64 }))).toBe(
       "invalid argument 0: hex number > 64 bits",
     );
     expect(parseQuantity(`0x${"f".repeat(64)}`)).toBe(MAX256);

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JsonRpcProvider, keccak256, toUtf8Bytes, Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deployCode, revertingRuntime } from "../helpers/bytecode.js";
 import { call, type RunningNode, startNode } from "../helpers/node.js";
 
 // The chain through ethers and raw JSON: transfers, contracts, calls, reverts, restarts.
@@ -11,21 +12,11 @@ const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80
 const KEY1 = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a7412f4603b6b78690d";
 const RECIPIENT = "0x000000000000000000000000000000000000bEEF";
 
-/** Init code deploying `runtime`: PUSH2 n, DUP1, PUSH1 12, PUSH1 0, CODECOPY, PUSH1 0, RETURN. */
-function deployCode(runtime: string): string {
-  const n = (runtime.length - 2) / 2;
-  const len = n.toString(16).padStart(4, "0");
-  return `0x61${len}80600c6000396000f3${runtime.slice(2)}`;
-}
 /** Runtime: mstore(0, 7); log1(0, 32, keccak("Ping()")); return 0x2a. */
 const PING_TOPIC = keccak256(toUtf8Bytes("Ping()"));
 const PING_RUNTIME = `0x60076000527f${PING_TOPIC.slice(2)}60206000a1602a60005260206000f3`;
 /** Revert data Error("nope") and a runtime that reverts with it. */
 const NOPE = `0x08c379a0${"20".padStart(64, "0")}${"4".padStart(64, "0")}${Buffer.from("nope").toString("hex").padEnd(64, "0")}`;
-function revertingRuntime(payload: string): string {
-  const n = ((payload.length - 2) / 2).toString(16).padStart(4, "0");
-  return `0x61${n}600e60003961${n}6000fd${payload.slice(2)}`;
-}
 
 let node: RunningNode;
 let provider: JsonRpcProvider;

@@ -1,5 +1,6 @@
 import { JsonRpcProvider, keccak256, toUtf8Bytes, Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deployCode } from "../helpers/bytecode.js";
 import { call, type RunningNode, startNode } from "../helpers/node.js";
 
 // eth_getLogs with the spec's filter object, through raw JSON and ethers.
@@ -8,8 +9,6 @@ const PING = keccak256(toUtf8Bytes("Ping()"));
 const OTHER = keccak256(toUtf8Bytes("Other()"));
 /** Runtime: mstore(0, 7); log1(0, 32, Ping()); stop. */
 const RUNTIME = `0x60076000527f${PING.slice(2)}60206000a100`;
-const deployCode = (runtime: string) =>
-  `0x61${((runtime.length - 2) / 2).toString(16).padStart(4, "0")}80600c6000396000f3${runtime.slice(2)}`;
 
 let node: RunningNode;
 let provider: JsonRpcProvider;
