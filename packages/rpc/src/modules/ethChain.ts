@@ -7,6 +7,25 @@ import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import { formatBlock, formatLog, formatProof, formatReceipt, formatTransaction } from "./format.js";
 
+/** Block objects by hash and form: a block never changes once it has its hash. */
+class BlockJsonCache {
+  readonly #entries = new Map<string, Record<string, unknown>>();
+
+  get(found: StoredBlock, full: boolean): Record<string, unknown> {
+    const key = `${bytesToHex(found.hash)}${full ? "+" : "-"}`;
+    let json = this.#entries.get(key);
+    if (json === undefined) {
+      json = formatBlock(found, full);
+      if (this.#entries.size >= BLOCK_JSON_CACHE)
+        this.#entries.delete(this.#entries.keys().next().value as string);
+      this.#entries.set(key, json);
+    }
+    return json;
+  }
+}
+
+const BLOCK_JSON_CACHE = 256;
+
 function transactionAt(found: StoredBlock, index: bigint): Record<string, unknown> | null {
   const tx =
     index < BigInt(found.block.transactions.length)
@@ -36,6 +55,7 @@ const REVERT_PREFIX = "VM Exception while processing transaction: ";
 /** The chain methods of the eth module, served from a `Ledger`. */
 export function ethChainModule(ledger: Ledger) {
   const stateAt = p.optional(p.blockSelector, LATEST);
+  const blocks = new BlockJsonCache();
   return defineModule("eth", {
     getBalance: method({
       params: [p.address, stateAt],
@@ -67,7 +87,7 @@ export function ethChainModule(ledger: Ledger) {
       result: r.json,
       handler: async (_s, [block, full]) => {
         const found = await ledger.resolve(block);
-        return found === null ? null : formatBlock(found, full);
+        return found === null ? null : blocks.get(found, full);
       },
     }),
     getBlockByHash: method({
@@ -75,7 +95,7 @@ export function ethChainModule(ledger: Ledger) {
       result: r.json,
       handler: async (_s, [hash, full]) => {
         const found = await ledger.chain.getBlockByHash(hash);
-        return found === undefined ? null : formatBlock(found, full);
+        return found === undefined ? null : blocks.get(found, full);
       },
     }),
     getBlockTransactionCountByNumber: method({
