@@ -2,6 +2,7 @@ import { type BlockContext, ExecutionError, type Executor, logsBloom, orBloom } 
 import {
   Bucket,
   type Database,
+  NodeCache,
   NodeStore,
   orderedTrieRoot,
   WorldState,
@@ -88,6 +89,8 @@ export class Chain {
   #headState: { store: NodeStore; state: WorldState; root: string } | undefined;
   /** Recently used blocks by hash: reading a block recovers every sender, which is slow. */
   readonly #blocks = new Map<string, StoredBlock>();
+  /** Trie nodes read from disk, shared by every state this chain opens. */
+  readonly #nodes = new NodeCache();
 
   private constructor(network: NetworkPreset, deps: ChainDeps, head: StoredBlock) {
     this.network = network;
@@ -190,7 +193,7 @@ export class Chain {
   /** The world state after `header`; throws `ChainError` when it is not in the database. */
   async stateAt(header: BlockHeader): Promise<WorldState> {
     try {
-      return await WorldState.open(new NodeStore(this.#db), header.stateRoot);
+      return await WorldState.open(new NodeStore(this.#db, this.#nodes), header.stateRoot);
     } catch {
       throw new ChainError(
         ChainErrorCode.STATE_MISSING,
@@ -229,7 +232,7 @@ export class Chain {
     const parentRoot = bytesToHex(parentHeader.stateRoot);
     const reuse = this.#headState?.root === parentRoot ? this.#headState : undefined;
     this.#headState = undefined;
-    const store = reuse?.store ?? new NodeStore(this.#db);
+    const store = reuse?.store ?? new NodeStore(this.#db, this.#nodes);
     const state = reuse?.state ?? (await WorldState.open(store, parentHeader.stateRoot));
     const included: SignedTransaction[] = [];
     const receipts: Receipt[] = [];

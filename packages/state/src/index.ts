@@ -1,5 +1,6 @@
 export { Bucket, bucketKey } from "./db/buckets.js";
 export { Database, type WriteOp } from "./db/database.js";
+export { NodeCache } from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";
 export { orderedTrieRoot } from "./orderedTrie.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

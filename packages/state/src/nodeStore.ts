@@ -2,6 +2,7 @@ import type { BatchDBOp, DB } from "@ethereumjs/util";
 import { hexToBytes } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
+import type { NodeCache } from "./nodeCache.js";
 
 /**
  * The trie's view of the database. Writes wait in memory until the caller takes them into the
@@ -10,19 +11,22 @@ import type { Database, WriteOp } from "./db/database.js";
  */
 export class NodeStore implements DB<string, string | Uint8Array> {
   readonly #db: Database;
+  readonly #cache: NodeCache | undefined;
   #pending = new Map<string, Uint8Array>();
   #inFlight = new Map<string, Uint8Array>();
 
-  constructor(db: Database) {
+  /** `cache`, shared by the stores of one node, keeps nodes read from disk. */
+  constructor(db: Database, cache?: NodeCache) {
     this.#db = db;
+    this.#cache = cache;
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
-    return (
-      this.#pending.get(key) ??
-      this.#inFlight.get(key) ??
-      (await this.#db.get(Bucket.TRIE, hexToBytes(key)))
-    );
+    const local = this.#pending.get(key) ?? this.#inFlight.get(key) ?? this.#cache?.get(key);
+    if (local !== undefined) return local;
+    const stored = await this.#db.get(Bucket.TRIE, hexToBytes(key));
+    if (stored !== undefined) this.#cache?.set(key, stored);
+    return stored;
   }
 
   async put(key: string, value: string | Uint8Array): Promise<void> {
@@ -55,8 +59,10 @@ export class NodeStore implements DB<string, string | Uint8Array> {
     return ops;
   }
 
-  /** The batch from the last `takeWrites()` is on disk. */
+  /** The batch from the last `takeWrites()` is on disk; its nodes move to the shared cache. */
   confirmWrites(): void {
+    if (this.#cache !== undefined)
+      for (const [key, value] of this.#inFlight) this.#cache.set(key, value);
     this.#inFlight = new Map();
   }
 

@@ -31,7 +31,11 @@ afterAll(async () => {
 });
 
 describe("regtest chain with ethers", () => {
-  it("prints the development accounts with their keys", () => {
+  it("prints the development accounts with their keys", async () => {
+    // standard output arrives on its own pipe: wait for it
+    for (let i = 0; i < 100 && !node.stdout().includes("Account #19"); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     expect(node.stdout()).toContain(
       "Account #0: 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266 (10000 units)",
     );

@@ -1,0 +1,32 @@
+/**
+ * Trie nodes recently read from disk, shared by every state of a node. Nodes are keyed by
+ * their hash, so an entry can never go stale; only its size is bounded.
+ */
+export class NodeCache {
+  readonly #entries = new Map<string, Uint8Array>();
+  readonly #max: number;
+
+  constructor(maxEntries = 50_000) {
+    this.#max = maxEntries;
+  }
+
+  get(key: string): Uint8Array | undefined {
+    const value = this.#entries.get(key);
+    if (value !== undefined) {
+      // most recently used last
+      this.#entries.delete(key);
+      this.#entries.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: Uint8Array): void {
+    if (this.#entries.size >= this.#max)
+      this.#entries.delete(this.#entries.keys().next().value as string);
+    this.#entries.set(key, value);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+}
