@@ -2,6 +2,7 @@ import type { CallRequest } from "@nodex/evm";
 import {
   type Address,
   type BlockSelector,
+  bytesToHex,
   CodecError,
   type Hash32,
   parseAddress,
@@ -65,6 +66,13 @@ export const p = {
   blockSelector: required<BlockSelector>("block", parseBlockSelector),
   blockNumberOrTag: required<BlockSelector>("block", parseBlockNumberOrTag),
   callObject: required<CallRequest>("call", parseCallObject),
+  /** A storage position: a QUANTITY, or 32 bytes of DATA as geth also accepts. */
+  storageSlot: required<bigint>("position", (v, arg) => {
+    if (typeof v === "string" && v.length === 66 && v.startsWith("0x")) {
+      return BigInt(bytesToHex(parseHash(v, arg)));
+    }
+    return parseQuantity(v, arg);
+  }),
   storageKeys: required<Hash32[]>("storage keys", (v, arg) => {
     if (!Array.isArray(v))
       throw new CodecError(arg, `expected an array of storage keys, got ${jsonType(v)}`);

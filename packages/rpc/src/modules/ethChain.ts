@@ -73,7 +73,7 @@ export function ethChainModule(ledger: Ledger) {
       handler: async (_s, [address, block]) => (await ledger.state(block)).getCode(address),
     }),
     getStorageAt: method({
-      params: [p.address, p.quantity, stateAt],
+      params: [p.address, p.storageSlot, stateAt],
       result: r.data,
       handler: async (_s, [address, position, block]) => {
         const slot = new Uint8Array(32);

@@ -1,4 +1,12 @@
-import { Contract, ContractFactory, Interface, JsonRpcProvider, Wallet } from "ethers";
+import {
+  AbiCoder,
+  Contract,
+  ContractFactory,
+  Interface,
+  JsonRpcProvider,
+  keccak256,
+  Wallet,
+} from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, type RunningNode, startNode } from "../helpers/node.js";
 import { type Compiled, compile } from "../helpers/solidity.js";
@@ -40,6 +48,30 @@ describe("an ERC-20", () => {
     expect(await token.getFunction("totalSupply")()).toBe(1_000_000n);
     expect(await token.getFunction("balanceOf")(owner.address)).toBe(1_000_000n);
     expect(await token.getFunction("symbol")()).toBe("TT");
+  });
+
+  it("exposes its storage: a plain slot and a mapping element, in every position form", async () => {
+    const address = await token.getAddress();
+    const supply = `0x${(1_000_000).toString(16).padStart(64, "0")}`;
+    expect(await provider.getStorage(address, 3)).toBe(supply);
+    const byData = await call(node.url, "eth_getStorageAt", [
+      address,
+      `0x${"3".padStart(64, "0")}`,
+      "latest",
+    ]);
+    expect(byData.result).toBe(supply);
+    // balanceOf lives in slot 4: the element for `owner` is at keccak256(pad(owner) ++ pad(4))
+    const slot = keccak256(
+      AbiCoder.defaultAbiCoder().encode(["address", "uint256"], [owner.address, 4n]),
+    );
+    const balance = BigInt(await provider.getStorage(address, slot));
+    expect(balance).toBe(await token.getFunction("balanceOf")(owner.address));
+    expect(await provider.getStorage(address, 99)).toBe(`0x${"00".repeat(32)}`);
+    const bad = await call(node.url, "eth_getStorageAt", [address, "0x03", "latest"]);
+    expect(bad.error).toEqual({
+      code: -32602,
+      message: "invalid argument 1: hex string has leading zero digits",
+    });
   });
 
   it("transfers, with a Transfer log in the receipt and in eth_getLogs", async () => {
