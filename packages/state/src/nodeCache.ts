@@ -3,6 +3,8 @@
  * their hash, so an entry can never go stale; only its size is bounded.
  */
 export class NodeCache {
+  /** Stands for "not on disk": the empty trie's root, for one, is looked up on every read. */
+  static readonly MISSING: Uint8Array = new Uint8Array(0);
   readonly #entries = new Map<string, Uint8Array>();
   readonly #max: number;
 

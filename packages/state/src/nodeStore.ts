@@ -2,7 +2,7 @@ import type { BatchDBOp, DB } from "@ethereumjs/util";
 import { hexToBytes } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
-import type { NodeCache } from "./nodeCache.js";
+import { NodeCache } from "./nodeCache.js";
 
 /**
  * The trie's view of the database. Writes wait in memory until the caller takes them into the
@@ -23,9 +23,10 @@ export class NodeStore implements DB<string, string | Uint8Array> {
 
   async get(key: string): Promise<Uint8Array | undefined> {
     const local = this.#pending.get(key) ?? this.#inFlight.get(key) ?? this.#cache?.get(key);
-    if (local !== undefined) return local;
+    if (local !== undefined) return local === NodeCache.MISSING ? undefined : local;
     const stored = await this.#db.get(Bucket.TRIE, hexToBytes(key));
-    if (stored !== undefined) this.#cache?.set(key, stored);
+    // Absence is cached too: a node written later replaces the entry in confirmWrites().
+    this.#cache?.set(key, stored ?? NodeCache.MISSING);
     return stored;
   }
 
