@@ -132,7 +132,8 @@ export class Ledger {
 
   /**
    * The state after the selected block, for reads only: the same object is shared by concurrent
-   * readers of that block (its account cache with it). Calls get a fresh state of their own.
+   * readers of that block (its account cache with it). Calls run on states of their own
+   * (`#withCallState`), since a call changes its state and then reverts it.
    */
   async state(selector: BlockSelector): Promise<WorldState> {
     const header = (await this.require(selector)).block.header;
