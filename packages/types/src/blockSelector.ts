@@ -25,26 +25,52 @@ export function isBlockTag(value: unknown): value is BlockTag {
 
 const TAG_LIST = "latest, earliest, pending, safe, finalized";
 
+/** A string quoted for an error message, cut at 80 characters. */
+function quote(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+}
+
+/** Whether the string starts like hex (`0x`, or `0X`, which the QUANTITY codec refuses by name). */
+function looksHex(value: string): boolean {
+  return value.charCodeAt(0) === 48 && (value.charCodeAt(1) | 0x20) === 120;
+}
+
+/** A TAG alone. */
 export function parseBlockTag(value: unknown, arg = 0): BlockTag {
   if (isBlockTag(value)) return value;
   if (typeof value !== "string")
     throw new CodecError(arg, `expected a block tag (${TAG_LIST}), got ${jsonTypeName(value)}`);
-  throw new CodecError(arg, `invalid block tag ${JSON.stringify(value)}, want ${TAG_LIST}`);
+  throw new CodecError(arg, `invalid block tag ${quote(value)}, want ${TAG_LIST}`);
 }
 
-/** A QUANTITY block number or a TAG (the form of eth_getBlockByNumber). */
+/** A QUANTITY block number (at most 64 bits) or a TAG: the form of eth_getBlockByNumber. */
 export function parseBlockNumberOrTag(value: unknown, arg = 0): BlockSelector {
   if (typeof value !== "string") {
     throw new CodecError(arg, `expected a block number or tag, got ${jsonTypeName(value)}`);
   }
   if (isBlockTag(value)) return { kind: "tag", tag: value };
-  if (!value.startsWith("0x")) {
+  if (!looksHex(value)) {
     throw new CodecError(
       arg,
-      `invalid block tag ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)}, want ${TAG_LIST} or a hex block number`,
+      `invalid block tag ${quote(value)}, want ${TAG_LIST} or a hex block number`,
     );
   }
   return { kind: "number", number: parseQuantity(value, arg, { maxBits: 64 }) };
+}
+
+/** An own key whose value is not `undefined` (JSON has no `undefined`, so `null` counts). */
+function has(obj: Record<string, unknown>, key: string): boolean {
+  return Object.hasOwn(obj, key) && obj[key] !== undefined;
+}
+
+/** Runs a nested parse, prefixing its reason with the field name. */
+function field<T>(name: string, arg: number, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof CodecError) throw new CodecError(arg, `${name}: ${err.reason}`);
+    throw err;
+  }
 }
 
 /**
@@ -67,11 +93,11 @@ export function parseBlockSelector(value: unknown, arg = 0): BlockSelector {
   const obj = value as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
     if (key !== "blockHash" && key !== "blockNumber" && key !== "requireCanonical") {
-      throw new CodecError(arg, `unknown block selector field ${JSON.stringify(key)}`);
+      throw new CodecError(arg, `unknown block selector field ${quote(key)}`);
     }
   }
-  const hasHash = obj.blockHash !== undefined;
-  const hasNumber = obj.blockNumber !== undefined;
+  const hasHash = has(obj, "blockHash");
+  const hasNumber = has(obj, "blockNumber");
   if (hasHash && hasNumber)
     throw new CodecError(arg, "cannot specify both blockHash and blockNumber, choose one");
   if (hasHash) {
@@ -82,28 +108,19 @@ export function parseBlockSelector(value: unknown, arg = 0): BlockSelector {
         `requireCanonical must be a boolean, got ${jsonTypeName(canonical)}`,
       );
     }
-    let hash: Hash32;
-    try {
-      hash = parseHash(obj.blockHash, arg);
-    } catch (err) {
-      throw new CodecError(arg, `blockHash: ${(err as CodecError).reason}`);
-    }
+    const hash = field("blockHash", arg, () => parseHash(obj.blockHash, arg));
     return { kind: "hash", hash, requireCanonical: canonical === true };
   }
   if (hasNumber) {
-    if (obj.requireCanonical !== undefined) {
+    if (has(obj, "requireCanonical")) {
       throw new CodecError(arg, "requireCanonical is only allowed with blockHash");
     }
-    try {
-      return parseBlockNumberOrTag(obj.blockNumber, arg);
-    } catch (err) {
-      throw new CodecError(arg, `blockNumber: ${(err as CodecError).reason}`);
-    }
+    return field("blockNumber", arg, () => parseBlockNumberOrTag(obj.blockNumber, arg));
   }
   throw new CodecError(arg, "a block selector object needs blockHash or blockNumber");
 }
 
-/** Short text of a selector for messages and logs. */
+/** Short text of a selector for messages and logs: `0x1a`, `latest`, or the block hash. */
 export function formatBlockSelector(sel: BlockSelector): string {
   switch (sel.kind) {
     case "number":

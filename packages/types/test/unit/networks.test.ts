@@ -1,72 +1,94 @@
 import { describe, expect, it } from "vitest";
 import {
-  bytesToHex,
-  DEV_MNEMONIC,
-  deriveDevAccounts,
   isNetworkName,
+  MODULE_NAMES,
+  type ModuleName,
   NETWORK_NAMES,
   NETWORKS,
   networkByChainId,
-  privateKeyToAddress,
 } from "../../src/index.js";
+
+const PUBLIC: ModuleName[] = ["eth", "net", "web3", "rpc", "txpool", "nodex"];
+const DEV: ModuleName[] = [...PUBLIC, "evm", "personal", "mnr"];
 
 describe("network presets", () => {
   it.each([
-    ["mainnet", 30, false],
-    ["testnet", 31, false],
-    ["devnet", 32, true],
-    ["regtest", 33, true],
-  ] as const)("%s has chain id %i", (name, chainId, dev) => {
+    ["mainnet", 30, "Mainnet", false, PUBLIC, [183_000_000n, 6_800_000n, 1_048_576n]],
+    ["testnet", 31, "Testnet", false, PUBLIC, [0n, 5_000_000n, 1_048_576n]],
+    ["devnet", 32, "Devnet", true, DEV, [0n, 10_000_000n, 1n]],
+    ["regtest", 33, "Regtest", true, DEV, [0n, 10_000_000n, 1n]],
+  ] as const)("%s has chain id %i", (name, chainId, displayName, dev, modules, genesis) => {
     const preset = NETWORKS[name];
     expect(preset.name).toBe(name);
     expect(preset.chainId).toBe(chainId);
+    expect(preset.displayName).toBe(displayName);
     expect(preset.devAccounts).toBe(dev);
+    expect([...preset.defaultModules].sort()).toEqual([...modules].sort());
+    expect(preset.genesis).toEqual({
+      minimumGasPrice: genesis[0],
+      gasLimit: genesis[1],
+      difficulty: genesis[2],
+    });
     expect(networkByChainId(chainId)).toBe(preset);
-    expect(preset.defaultModules.includes("evm")).toBe(dev);
-    expect(preset.defaultModules).toEqual(
-      expect.arrayContaining(["eth", "net", "web3", "rpc", "txpool", "nodex"]),
-    );
   });
 
-  it("uses the reference node's genesis minimum gas prices", () => {
-    expect(NETWORKS.mainnet.genesis.minimumGasPrice).toBe(183_000_000n);
-    expect(NETWORKS.regtest.genesis.minimumGasPrice).toBe(0n);
+  it("has one preset per name, with distinct chain ids", () => {
+    expect(Object.keys(NETWORKS).sort()).toEqual([...NETWORK_NAMES].sort());
+    expect(new Set(NETWORK_NAMES.map((n) => NETWORKS[n].chainId)).size).toBe(NETWORK_NAMES.length);
   });
 
-  it("names the networks", () => {
-    expect(NETWORK_NAMES).toEqual(["mainnet", "testnet", "devnet", "regtest"]);
-    expect(isNetworkName("regtest")).toBe(true);
-    expect(isNetworkName("Regtest")).toBe(false);
-    expect(networkByChainId(1)).toBeUndefined();
-    expect(Object.isFrozen(NETWORKS.regtest)).toBe(true);
+  it("only enables known modules", () => {
+    for (const name of NETWORK_NAMES) {
+      for (const module of NETWORKS[name].defaultModules) expect(MODULE_NAMES).toContain(module);
+    }
+  });
+
+  it("cannot be changed by a caller", () => {
+    expect(Object.isFrozen(NETWORKS)).toBe(true);
+    for (const name of NETWORK_NAMES) {
+      expect(Object.isFrozen(NETWORKS[name])).toBe(true);
+      expect(Object.isFrozen(NETWORKS[name].genesis)).toBe(true);
+      expect(Object.isFrozen(NETWORKS[name].defaultModules)).toBe(true);
+    }
+    expect(Object.isFrozen(NETWORK_NAMES)).toBe(true);
+    expect(Object.isFrozen(MODULE_NAMES)).toBe(true);
   });
 });
 
-describe("development accounts", () => {
-  const accounts = deriveDevAccounts();
-
-  it("are the ten mnemonic accounts, then the reference node's ten", () => {
-    expect(DEV_MNEMONIC).toBe("test test test test test test test test test test test junk");
-    expect(accounts).toHaveLength(20);
-    expect(bytesToHex(accounts[0]!.address)).toBe("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266");
-    expect(bytesToHex(accounts[0]!.privateKey)).toBe(
-      "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+describe("names and lookups", () => {
+  it("lists the networks and modules", () => {
+    expect(NETWORK_NAMES).toEqual(["mainnet", "testnet", "devnet", "regtest"]);
+    expect([...MODULE_NAMES].sort()).toEqual(
+      [
+        "eth",
+        "net",
+        "web3",
+        "rpc",
+        "evm",
+        "debug",
+        "trace",
+        "txpool",
+        "personal",
+        "mnr",
+        "nodex",
+        "sco",
+      ].sort(),
     );
-    expect(bytesToHex(accounts[1]!.address)).toBe("0x70997970c51812dc3a010c7d01b50e0d17dc79c8");
-    expect(accounts[9]!.label).toBe("m/44'/60'/0'/0/9");
-    expect(bytesToHex(accounts[10]!.address)).toBe("0xcd2a3d9f938e13cd947ec05abc7fe734df8dd826");
-    expect(accounts[10]!.label).toBe("keccak256(cow)");
-    expect(accounts[19]!.label).toBe("keccak256(cow9)");
   });
 
-  it("derive each address from its key", () => {
-    for (const account of accounts) {
-      expect(privateKeyToAddress(account.privateKey)).toEqual(account.address);
-    }
-    expect(new Set(accounts.map((a) => bytesToHex(a.address))).size).toBe(20);
+  it.each([
+    ["regtest", true],
+    ["mainnet", true],
+    ["Regtest", false],
+    ["", false],
+    ["toString", false],
+    [33, false],
+    [null, false],
+  ])("isNetworkName(%j) is %s", (value, expected) => {
+    expect(isNetworkName(value)).toBe(expected);
   });
 
-  it("are computed once", () => {
-    expect(deriveDevAccounts()).toBe(accounts);
+  it.each([1, 0, 29, 34, -30, 30.5])("networkByChainId(%d) finds nothing", (chainId) => {
+    expect(networkByChainId(chainId)).toBeUndefined();
   });
 });
