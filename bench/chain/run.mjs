@@ -1,0 +1,1061 @@
+#!/usr/bin/env node
+// Chain bench: a chain workload against Nodex (regtest), Hardhat's node, Ganache and Anvil, one
+// node at a time, in one run: signed ETH transfers and ERC-20 transfers sent one by one with
+// automine (tx/s), then eth_call, eth_getBalance, eth_getBlockByNumber (full transactions) and
+// eth_getLogs under autocannon (req/s, p99). Prints each figure and the ratio Nodex ÷ peer.
+//
+//   node bench/chain/run.mjs                           (from the repo root)
+//   node bench/chain/run.mjs --count 500 --duration 5 --only nodex,anvil
+//
+// See bench/README.md for what it measures and how to read the output.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { firstLines, fmtInt, fmtMs, indent, log, readTail, sleep, table } from "../lib/format.mjs";
+import { freePort, RPCClient } from "../lib/http.mjs";
+import { cpuWindow, Latencies, loadAutocannon, measure } from "../lib/load.mjs";
+import { installCleanup, stopChild } from "../lib/proc.mjs";
+import {
+  anvilPeer,
+  DEV_MNEMONIC,
+  ganachePeer,
+  hardhatPeer,
+  launchServer,
+  nodexServer,
+} from "../lib/servers.mjs";
+import {
+  benchDir,
+  benchRequireOf,
+  ensureBenchDeps,
+  ensureNodexBuilt,
+  gitCommit,
+  packageJSON,
+  root,
+} from "../lib/setup.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+const WORKLOAD_IDS = ["eth", "erc20", "call", "balance", "block", "logs"];
+
+const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--connections N] [--warmup S] [--only a,b] [--workloads a,b] [--wait-receipts] [--nodex-cpu-prof] [--build] [--list]
+
+  --count N         transactions per transfer workload (ETH, ERC-20), sent one by one (default 2000)
+  --duration S      seconds measured per node and read workload (default 10)
+  --connections N   concurrent keep-alive connections of the read workloads (default 50)
+  --warmup S        seconds of unmeasured load before each read measurement (default 2)
+  --only a,b        run only these nodes (ids from --list); nodex is the ratio reference
+  --workloads a,b   run only these workloads (${WORKLOAD_IDS.join(", ")})
+  --wait-receipts   in the transfer workloads, also wait for each receipt before the next send
+  --nodex-cpu-prof  run Nodex under node --cpu-prof; print its top functions, keep the profile
+  --build           run \`npm run build\` first even if apps/node/dist/main.js exists
+  --list            print the node and workload ids and exit
+`;
+
+let args;
+try {
+  args = parseArgs({
+    options: {
+      count: { type: "string", default: "2000" },
+      duration: { type: "string", default: "10" },
+      connections: { type: "string", default: "50" },
+      warmup: { type: "string", default: "2" },
+      only: { type: "string" },
+      workloads: { type: "string" },
+      "wait-receipts": { type: "boolean", default: false },
+      "nodex-cpu-prof": { type: "boolean", default: false },
+      build: { type: "boolean", default: false },
+      list: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  }).values;
+} catch (err) {
+  process.stderr.write(`${err.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (args.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const opts = {
+  count: positiveInteger("--count", args.count),
+  duration: positiveNumber("--duration", args.duration),
+  connections: positiveInteger("--connections", args.connections),
+  warmup: nonNegativeNumber("--warmup", args.warmup),
+  waitReceipts: args["wait-receipts"],
+  nodexCPUProfile: args["nodex-cpu-prof"],
+};
+
+function positiveNumber(flag, text) {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n <= 0)
+    usage(`${flag} must be a positive number, got ${JSON.stringify(text)}`);
+  return n;
+}
+function nonNegativeNumber(flag, text) {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < 0)
+    usage(`${flag} must be a number >= 0, got ${JSON.stringify(text)}`);
+  return n;
+}
+function positiveInteger(flag, text) {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n <= 0)
+    usage(`${flag} must be a positive integer, got ${JSON.stringify(text)}`);
+  return n;
+}
+function usage(message) {
+  process.stderr.write(`${message}\n${USAGE}`);
+  process.exit(2);
+}
+function idList(flag, text, known) {
+  const wanted = text
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+  const unknown = wanted.filter((w) => !known.includes(w));
+  if (unknown.length > 0)
+    usage(`unknown id(s) in ${flag}: ${unknown.join(", ")} (known: ${known.join(", ")})`);
+  return wanted;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The chain side: accounts, the token, signing
+
+/** Account #0 of the dev mnemonic: funded on all four nodes. */
+const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const ACCOUNT0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+/** Fresh addresses (no key, no balance anywhere), so their balances count exactly what we send. */
+const ETH_TO = "0x00000000000000000000000000000000000be0c1";
+const TOKEN_TO = "0x00000000000000000000000000000000000be0c2";
+const ETH_VALUE = 1n; // wei per ETH transfer
+const TOKEN_SUPPLY = 10n ** 24n;
+const GAS_TRANSFER = 21_000n;
+const GAS_TOKEN_TRANSFER = 100_000n;
+const GAS_DEPLOY = 2_000_000n;
+const LOG_BLOCKS = 100;
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+
+let ethers;
+let signingKey;
+let token; // {abi, bytecode, iface, solc}
+
+function compileToken() {
+  const solc = benchRequireOf("solc");
+  const file = "Token.sol";
+  const output = JSON.parse(
+    solc.compile(
+      JSON.stringify({
+        language: "Solidity",
+        sources: { [file]: { content: readFileSync(join(here, file), "utf8") } },
+        settings: {
+          // Paris (no PUSH0) runs on every node here, Ganache 7 included.
+          evmVersion: "paris",
+          optimizer: { enabled: true, runs: 200 },
+          outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
+        },
+      }),
+    ),
+  );
+  const errors = (output.errors ?? []).filter((e) => e.severity === "error");
+  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
+  const c = output.contracts[file].Token;
+  return {
+    abi: c.abi,
+    bytecode: `0x${c.evm.bytecode.object}`,
+    iface: new ethers.Interface(c.abi),
+    solc: solc.version(),
+  };
+}
+
+/** A signed legacy (type 0) transaction from account #0: {raw, hash}. */
+function sign({ chainId, nonce, gasPrice, gasLimit, to, value = 0n, data = "0x" }) {
+  const tx = ethers.Transaction.from({
+    type: 0,
+    chainId,
+    nonce,
+    gasPrice,
+    gasLimit,
+    to,
+    value,
+    data,
+  });
+  tx.signature = signingKey.sign(tx.unsignedHash);
+  return { raw: tx.serialized, hash: tx.hash };
+}
+
+const hex = (n) => `0x${BigInt(n).toString(16)}`;
+const word = (n) => `0x${BigInt(n).toString(16).padStart(64, "0")}`;
+
+async function tokenBalance(rpc, ctx, who) {
+  const data = token.iface.encodeFunctionData("balanceOf", [who]);
+  return BigInt(await rpc.call("eth_call", [{ to: ctx.token, data }, "latest"]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes
+
+const NODES = [
+  nodexServer({
+    entry: join(root, "apps/node/bin/nodex.js"),
+    nodeArgs: [], // set in main() for --nodex-cpu-prof
+  }),
+  hardhatPeer(),
+  // Account #0 of the mnemonic funded; eager instamine: each transaction is mined into its own
+  // block before eth_sendRawTransaction answers. Chain id left at its default (1337).
+  ganachePeer(["--wallet.mnemonic", DEV_MNEMONIC, "--miner.instamine", "eager"]),
+  anvilPeer(),
+];
+
+if (args.list) {
+  for (const s of NODES) process.stdout.write(`${s.id.padEnd(10)} ${s.label} [${s.kind}]\n`);
+  process.stdout.write(`workloads: ${WORKLOAD_IDS.join(", ")}\n`);
+  process.exit(0);
+}
+const selected =
+  args.only === undefined
+    ? NODES
+    : (() => {
+        const wanted = idList(
+          "--only",
+          args.only,
+          NODES.map((s) => s.id),
+        );
+        return NODES.filter((s) => wanted.includes(s.id));
+      })();
+const workloadIds =
+  args.workloads === undefined ? WORKLOAD_IDS : idList("--workloads", args.workloads, WORKLOAD_IDS);
+
+// ---------------------------------------------------------------------------------------------
+// Workloads
+
+const WRITES = [
+  {
+    id: "eth",
+    title: `${fmtInt(opts.count)} signed ETH transfers sent one by one, automine${opts.waitReceipts ? ", each receipt awaited" : ""}`,
+    short: "ETH transfers",
+    unit: "tx/s",
+    build(ctx, nonce) {
+      return sign({
+        chainId: ctx.chainId,
+        nonce,
+        gasPrice: ctx.gasPrice,
+        gasLimit: GAS_TRANSFER,
+        to: ETH_TO,
+        value: ETH_VALUE,
+      });
+    },
+    probe: (rpc) => rpc.call("eth_getBalance", [ETH_TO, "latest"]).then(BigInt),
+    expectDelta: (n) => BigInt(n) * ETH_VALUE,
+    what: "balance of the recipient",
+  },
+  {
+    id: "erc20",
+    title: `${fmtInt(opts.count)} ERC-20 transfers sent one by one, automine${opts.waitReceipts ? ", each receipt awaited" : ""}`,
+    short: "ERC-20 transfers",
+    unit: "tx/s",
+    build(ctx, nonce) {
+      return sign({
+        chainId: ctx.chainId,
+        nonce,
+        gasPrice: ctx.gasPrice,
+        gasLimit: GAS_TOKEN_TRANSFER,
+        to: ctx.token,
+        data: token.iface.encodeFunctionData("transfer", [TOKEN_TO, 1n]),
+      });
+    },
+    probe: (rpc, ctx) => tokenBalance(rpc, ctx, TOKEN_TO),
+    expectDelta: (n) => BigInt(n),
+    what: "token balance of the recipient",
+  },
+];
+
+const READS = [
+  {
+    id: "call",
+    title: "eth_call of balanceOf(account #0) on the token, latest",
+    short: "eth_call balanceOf",
+    request: (ctx) => ({
+      method: "eth_call",
+      params: [
+        { to: ctx.token, data: token.iface.encodeFunctionData("balanceOf", [ACCOUNT0]) },
+        "latest",
+      ],
+    }),
+    check(result, ctx) {
+      if (typeof result !== "string" || result.toLowerCase() !== word(ctx.tokenBalance0))
+        throw new Error(
+          `balanceOf is ${JSON.stringify(result)}, expected ${word(ctx.tokenBalance0)}`,
+        );
+      return {};
+    },
+  },
+  {
+    id: "balance",
+    title: "eth_getBalance(account #0, latest)",
+    short: "eth_getBalance",
+    request: () => ({ method: "eth_getBalance", params: [ACCOUNT0, "latest"] }),
+    check(result) {
+      if (typeof result !== "string" || !/^0x(0|[1-9a-f][0-9a-f]*)$/.test(result))
+        throw new Error(`not a quantity: ${JSON.stringify(result)}`);
+      if (BigInt(result) === 0n) throw new Error("account #0 has no balance");
+      return {};
+    },
+  },
+  {
+    id: "block",
+    title: "eth_getBlockByNumber(<block of the last transfer>, true)",
+    short: "eth_getBlockByNumber full",
+    request: (ctx) => ({ method: "eth_getBlockByNumber", params: [ctx.txBlock.number, true] }),
+    check(result, ctx) {
+      if (result === null || typeof result !== "object")
+        throw new Error(`no block: ${JSON.stringify(result)}`);
+      if (BigInt(result.number) !== BigInt(ctx.txBlock.number))
+        throw new Error(`block number ${result.number}, asked ${ctx.txBlock.number}`);
+      if (!Array.isArray(result.transactions) || result.transactions.length === 0)
+        throw new Error("no transactions in the block");
+      const tx = result.transactions.find(
+        (t) => typeof t === "object" && t?.hash?.toLowerCase() === ctx.txBlock.hash,
+      );
+      if (!tx) throw new Error(`transaction ${ctx.txBlock.hash} not among full transactions`);
+      return { transactions: result.transactions.length };
+    },
+  },
+  {
+    id: "logs",
+    title: `eth_getLogs of the token over the last ${LOG_BLOCKS} blocks`,
+    short: `eth_getLogs ${LOG_BLOCKS} blocks`,
+    request: (ctx) => ({
+      method: "eth_getLogs",
+      params: [
+        {
+          fromBlock: hex(Math.max(0, ctx.head - (LOG_BLOCKS - 1))),
+          toBlock: hex(ctx.head),
+          address: ctx.token,
+        },
+      ],
+    }),
+    check(result, ctx) {
+      if (!Array.isArray(result)) throw new Error(`not an array: ${JSON.stringify(result)}`);
+      for (const l of result) {
+        if (l?.address?.toLowerCase() !== ctx.token || l.topics?.[0] !== TRANSFER_TOPIC)
+          throw new Error(`unexpected log ${JSON.stringify(l).slice(0, 200)}`);
+      }
+      if (result.length === 0) throw new Error("no logs");
+      return { logs: result.length };
+    },
+  },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Per node
+
+let tmp;
+let resultsStamp;
+const cleanupSync = installCleanup(() => {
+  if (tmp) {
+    rmSync(tmp, { recursive: true, force: true });
+    tmp = undefined;
+  }
+});
+
+/** Chain id, gas price, funds; deploys the token and checks that it works and that the node automines. */
+async function prepareChain(rpc, run) {
+  const chainId = BigInt(await rpc.call("eth_chainId"));
+  const gasPrice = BigInt(await rpc.call("eth_gasPrice"));
+  const balance = BigInt(await rpc.call("eth_getBalance", [ACCOUNT0, "latest"]));
+  let nonce = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
+  const head0 = Number(await rpc.call("eth_blockNumber"));
+  const need =
+    gasPrice *
+      (GAS_DEPLOY + GAS_TOKEN_TRANSFER + BigInt(opts.count) * (GAS_TRANSFER + GAS_TOKEN_TRANSFER)) +
+    BigInt(opts.count) * ETH_VALUE;
+  run.chain = {
+    chainId: hex(chainId),
+    gasPrice: hex(gasPrice),
+    account0Balance: hex(balance),
+    account0Nonce: nonce,
+    head: head0,
+  };
+  if (balance < need)
+    throw new Error(
+      `account #0 holds ${balance} wei, the run needs ${need} (is it funded on this node?)`,
+    );
+  const ctx = { chainId, gasPrice, nonce };
+
+  // Deploy the token, then wait for its receipt without asking the node to mine: automine.
+  const deploy = sign({
+    chainId,
+    nonce: nonce++,
+    gasPrice,
+    gasLimit: GAS_DEPLOY,
+    to: null,
+    data: token.bytecode + token.iface.encodeDeploy([TOKEN_SUPPLY]).slice(2),
+  });
+  const sent = await rpc.call("eth_sendRawTransaction", [deploy.raw]);
+  if (String(sent).toLowerCase() !== deploy.hash)
+    throw new Error(`eth_sendRawTransaction answered ${sent}, expected ${deploy.hash}`);
+  const receipt = await waitMined(rpc, deploy.hash, 10_000);
+  if (!receipt) throw new Error("the deployment was not mined within 10 s: no automine?");
+  if (receipt.status !== "0x1")
+    throw new Error(`the deployment failed: ${JSON.stringify(receipt)}`);
+  const head1 = Number(await rpc.call("eth_blockNumber"));
+  if (head1 !== head0 + 1)
+    throw new Error(`one transaction moved the head from ${head0} to ${head1}, expected +1`);
+  ctx.token = receipt.contractAddress.toLowerCase();
+  const code = await rpc.call("eth_getCode", [ctx.token, "latest"]);
+  if (typeof code !== "string" || code.length <= 2) throw new Error("no code at the token address");
+
+  // The token works: supply with the deployer, a transfer moves it, with a Transfer log.
+  if ((await tokenBalance(rpc, ctx, ACCOUNT0)) !== TOKEN_SUPPLY)
+    throw new Error("balanceOf(deployer) is not the supply");
+  const first = sign({
+    chainId,
+    nonce: nonce++,
+    gasPrice,
+    gasLimit: GAS_TOKEN_TRANSFER,
+    to: ctx.token,
+    data: token.iface.encodeFunctionData("transfer", [TOKEN_TO, 1n]),
+  });
+  await rpc.call("eth_sendRawTransaction", [first.raw]);
+  const r2 = await waitMined(rpc, first.hash, 10_000);
+  if (r2?.status !== "0x1") throw new Error(`token transfer failed: ${JSON.stringify(r2)}`);
+  if (r2.logs?.length !== 1 || r2.logs[0].topics?.[0] !== TRANSFER_TOPIC)
+    throw new Error(`token transfer without its Transfer log: ${JSON.stringify(r2.logs)}`);
+  if ((await tokenBalance(rpc, ctx, TOKEN_TO)) !== 1n)
+    throw new Error("balanceOf(recipient) did not change after a transfer");
+  if ((await tokenBalance(rpc, ctx, ACCOUNT0)) !== TOKEN_SUPPLY - 1n)
+    throw new Error("balanceOf(deployer) did not change after a transfer");
+  ctx.nonce = nonce;
+  ctx.tokenBalance0 = TOKEN_SUPPLY - 1n;
+  ctx.txBlock = { number: r2.blockNumber, hash: first.hash };
+  run.chain.token = ctx.token;
+  run.chain.tokenDeployGas = receipt.gasUsed;
+  run.chain.tokenTransferGas = r2.gasUsed;
+  log(
+    `  chain id ${hex(chainId)}, gas price ${hex(gasPrice)}, account #0 funded; token deployed at ${ctx.token} (block ${Number(receipt.blockNumber)}), balanceOf and transfer checked, 1 block per tx`,
+  );
+  return ctx;
+}
+
+/**
+ * Waits until `hash` is mined, as long as account #0's nonce keeps moving: null after `idleMs`
+ * without progress (a node that stopped mining).
+ */
+async function waitMined(rpc, hash, idleMs = 5000) {
+  let deadline = Date.now() + idleMs;
+  let lastNonce = -1;
+  for (let polls = 1; ; polls++) {
+    const receipt = await rpc.call("eth_getTransactionReceipt", [hash]);
+    if (receipt) return receipt;
+    if (polls % 100 === 0) {
+      const n = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
+      if (n !== lastNonce) {
+        lastNonce = n;
+        deadline = Date.now() + idleMs;
+      }
+    }
+    if (Date.now() > deadline) return null;
+    if (polls > 10) await sleep(1);
+  }
+}
+
+/**
+ * Gets every transaction of `txs` mined on a node that stopped mining: re-sends those it no
+ * longer holds (Anvil drops from its pool what does not fit in the block evm_mine builds) and
+ * mines with evm_mine (Anvil, Hardhat, Ganache), so that the reads see a settled chain.
+ */
+async function flush(rpc, ctx, txs) {
+  const last = txs[txs.length - 1];
+  for (let round = 0; round < 20; round++) {
+    const mined =
+      Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"])) - ctx.nonce;
+    if (mined >= txs.length) return rpc.call("eth_getTransactionReceipt", [last.hash]);
+    for (const tx of txs.slice(Math.max(0, mined))) {
+      try {
+        await rpc.call("eth_sendRawTransaction", [tx.raw]);
+      } catch {} // already known
+    }
+    try {
+      await rpc.call("evm_mine");
+    } catch {
+      return null;
+    }
+    const receipt = await waitMined(rpc, last.hash, 1000);
+    if (receipt) return receipt;
+  }
+  return null;
+}
+
+/**
+ * Signs `count` transactions, sends them one by one (each eth_sendRawTransaction awaited, and
+ * with --wait-receipts its receipt too), then waits for the last one to be mined.
+ */
+async function runWrite(rpc, handle, ctx, w) {
+  const before = await w.probe(rpc, ctx);
+  const head0 = Number(await rpc.call("eth_blockNumber"));
+  const txs = [];
+  for (let i = 0; i < opts.count; i++) txs.push(w.build(ctx, ctx.nonce + i));
+  const last = txs[txs.length - 1];
+  const latencies = new Latencies();
+  const window = cpuWindow(handle.pid);
+  const t0 = process.hrtime.bigint();
+  let sentCount = 0;
+  let receipt;
+  try {
+    for (const tx of txs) {
+      const s = process.hrtime.bigint();
+      const hash = await rpc.call("eth_sendRawTransaction", [tx.raw]);
+      if (String(hash).toLowerCase() !== tx.hash)
+        throw new Error(`answered ${JSON.stringify(hash)}, expected ${tx.hash}`);
+      if (opts.waitReceipts) {
+        receipt = await waitMined(rpc, tx.hash);
+        if (!receipt) break;
+      }
+      latencies.push(Number(process.hrtime.bigint() - s) / 1e6);
+      sentCount++;
+    }
+  } catch (err) {
+    ctx.nonce = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
+    throw new Error(`transaction ${sentCount + 1} of ${opts.count}: ${err.message}`);
+  }
+  const tSent = process.hrtime.bigint();
+  if (sentCount === opts.count && !opts.waitReceipts) receipt = await waitMined(rpc, last.hash);
+  const t1 = process.hrtime.bigint();
+  const cpu = window.end(opts.count);
+  let stalled;
+  if (!receipt || sentCount < opts.count) {
+    // The node stopped mining with transactions pending: note how far it got, then flush.
+    const mined =
+      Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"])) - ctx.nonce;
+    stalled = { sent: sentCount + (opts.waitReceipts ? 1 : 0), mined };
+    receipt = await flush(rpc, ctx, txs);
+    if (!receipt)
+      throw new Error(
+        `mining stopped after ${mined} of ${opts.count} transactions, and evm_mine did not get the rest mined`,
+      );
+  }
+  ctx.nonce += opts.count;
+  if (receipt.status !== "0x1")
+    throw new Error(`the last transaction failed: ${JSON.stringify(receipt)}`);
+  const nonce = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
+  if (nonce !== ctx.nonce) throw new Error(`account #0 nonce is ${nonce}, expected ${ctx.nonce}`);
+  const after = await w.probe(rpc, ctx);
+  if (after - before !== w.expectDelta(opts.count))
+    throw new Error(`${w.what} moved by ${after - before}, expected ${w.expectDelta(opts.count)}`);
+  const head1 = Number(await rpc.call("eth_blockNumber"));
+  const seconds = Number(t1 - t0) / 1e9;
+  if (w.id === "eth") ctx.txBlock = { number: receipt.blockNumber, hash: last.hash };
+  if (w.id === "erc20") ctx.tokenBalance0 -= BigInt(opts.count);
+  return {
+    count: opts.count,
+    seconds,
+    txPerSec: stalled ? null : opts.count / seconds,
+    stalled: stalled ?? null,
+    sendSeconds: Number(tSent - t0) / 1e9,
+    latencyMs: latencies.summary(),
+    blocks: head1 - head0,
+    lastBlock: Number(receipt.blockNumber),
+    gasUsedLast: receipt.gasUsed,
+    ...cpu,
+  };
+}
+
+/** Checks the answer to one read, then loads it with autocannon (the checked body must come back each time). */
+async function runRead(rpc, handle, port, ctx, r) {
+  const { method, params } = r.request(ctx);
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method, params });
+  const res = await rpc.raw(body);
+  let json;
+  try {
+    json = JSON.parse(res.text);
+  } catch {
+    throw new Error(`HTTP ${res.status}, not JSON: ${res.text.slice(0, 200)}`);
+  }
+  if (json?.error?.code === -32601) return { notServed: true, error: json.error, body };
+  if (json?.error) return { error: json.error, body };
+  if (res.status < 200 || res.status >= 300)
+    throw new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`);
+  if (json?.jsonrpc !== "2.0" || json.id !== 1 || !("result" in json))
+    throw new Error(`not a JSON-RPC 2.0 answer: ${res.text.slice(0, 200)}`);
+  const facts = r.check(json.result, ctx);
+  const m = await measure(handle, port, { body, calls: 1 }, res.text, opts);
+  return {
+    ...m,
+    body,
+    bodyBytes: Buffer.byteLength(res.text),
+    facts,
+    answer: res.text.length > 4000 ? `${res.text.slice(0, 4000)}...` : res.text,
+  };
+}
+
+async function benchNode(server, run) {
+  const port = await freePort();
+  const logFile = join(tmp, `${server.id}.log`);
+  const handle = await launchServer(server, run, { port, tmp, logFile });
+  const rpc = new RPCClient(port);
+  try {
+    if (!handle || run.skipped) return;
+    let ctx;
+    try {
+      ctx = await prepareChain(rpc, run);
+    } catch (err) {
+      run.skipped = `set-up failed: ${err.message}`;
+      log(`  ${run.skipped}`);
+      return;
+    }
+    for (const w of WRITES) {
+      if (!workloadIds.includes(w.id)) continue;
+      try {
+        const m = await runWrite(rpc, handle, ctx, w);
+        run.results[w.id] = m;
+        if (m.stalled) log(`  ${w.id.padEnd(7)} stalled: ${stallText(m)}`);
+        log(
+          `  ${w.id.padEnd(7)} ${(m.stalled ? "stalled" : fmtRate(m.txPerSec)).padStart(8)} tx/s   ${fmtInt(m.count)} tx in ${m.seconds.toFixed(1)} s, send p50 ${fmtMs(m.latencyMs.p50)} ms p99 ${fmtMs(m.latencyMs.p99)} ms, ${fmtInt(m.blocks)} blocks` +
+            `  server CPU ${pct(m.serverCPU?.share)}  client CPU ${pct(m.clientCPU.share)}  other CPU ${pct(m.otherCPU?.share)}`,
+        );
+      } catch (err) {
+        run.results[w.id] = { error: err.message };
+        log(`  ${w.id.padEnd(7)} failed: ${err.message}`);
+      }
+      if (handle.done) break;
+    }
+    ctx.head = Number(await rpc.call("eth_blockNumber"));
+    for (const r of READS) {
+      if (!workloadIds.includes(r.id) || handle.done) continue;
+      try {
+        const m = await runRead(rpc, handle, port, ctx, r);
+        run.results[r.id] = m;
+        if (m.notServed) log(`  ${r.id.padEnd(7)} not served (${m.error.code} ${m.error.message})`);
+        else if (m.error)
+          log(`  ${r.id.padEnd(7)} error answer: ${JSON.stringify(m.error).slice(0, 200)}`);
+        else
+          log(
+            `  ${r.id.padEnd(7)} ${fmtInt(m.reqPerSec).padStart(8)} req/s  p50 ${fmtMs(m.latencyMs.p50)} ms  p99 ${fmtMs(m.latencyMs.p99)} ms  errors ${errorCount(m)}` +
+              `  ${fmtInt(m.bodyBytes)} B${m.facts.logs ? `, ${m.facts.logs} logs` : ""}${m.facts.transactions ? `, ${m.facts.transactions} tx` : ""}` +
+              `  server CPU ${pct(m.serverCPU?.share)}  client CPU ${pct(m.clientCPU.share)}  other CPU ${pct(m.otherCPU?.share)}`,
+          );
+      } catch (err) {
+        run.results[r.id] = { error: { message: err.message } };
+        log(`  ${r.id.padEnd(7)} failed: ${err.message}`);
+      }
+    }
+    if (handle.done) {
+      run.note = "the node exited during the run";
+      log(`  ${run.note}\n${indent(readTail(logFile, 8), "      | ")}`);
+    }
+  } catch (err) {
+    run.skipped = `bench error: ${err.message}`;
+    log(`  ${run.skipped}`);
+  } finally {
+    rpc.close();
+    // A profiled Nodex writes its profile on exit: give it time.
+    await stopChild(handle, server.kind === "nodex" && opts.nodexCPUProfile ? 60_000 : 5_000);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodex CPU profile (--nodex-cpu-prof)
+
+/** Self time per function and per package from a .cpuprofile. */
+function summarizeProfile(file, top = 20) {
+  const p = JSON.parse(readFileSync(file, "utf8"));
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  for (let i = 0; i < p.samples.length; i++) {
+    // timeDeltas[i + 1] is the time between sample i and the next one.
+    const dt = p.timeDeltas[i + 1] ?? 0;
+    self.set(p.samples[i], (self.get(p.samples[i]) ?? 0) + dt);
+  }
+  const fns = new Map();
+  const areas = new Map();
+  let total = 0;
+  let idle = 0;
+  for (const [id, us] of self) {
+    const { functionName, url, lineNumber } = byId.get(id).callFrame;
+    const name = functionName || "(anonymous)";
+    if (name === "(idle)") {
+      idle += us;
+      continue;
+    }
+    total += us;
+    const where = shortURL(url);
+    const key = where ? `${name}  ${where}:${lineNumber + 1}` : name;
+    fns.set(key, (fns.get(key) ?? 0) + us);
+    const area = areaOf(url, name);
+    areas.set(area, (areas.get(area) ?? 0) + us);
+  }
+  const rank = (m) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, us]) => ({ name, ms: us / 1000, share: total > 0 ? us / total : 0 }));
+  return { busyMs: total / 1000, idleMs: idle / 1000, functions: rank(fns), areas: rank(areas) };
+}
+
+function shortURL(url) {
+  if (!url) return "";
+  const path = url.replace(/^file:\/\//, "");
+  const nm = path.lastIndexOf("/node_modules/");
+  if (nm >= 0) return path.slice(nm + "/node_modules/".length);
+  return path.startsWith(root) ? relative(root, path) : path;
+}
+
+function areaOf(url, name) {
+  if (!url) return name.startsWith("(") ? name : "(native)";
+  const path = url.replace(/^file:\/\//, "");
+  const nm = path.lastIndexOf("/node_modules/");
+  if (nm >= 0) {
+    const parts = path.slice(nm + "/node_modules/".length).split("/");
+    return parts[0].startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0];
+  }
+  const m = /\/(packages|apps)\/([^/]+)\//.exec(path);
+  if (m) return m[1] === "packages" ? `@nodex/${m[2]}` : `apps/${m[2]}`;
+  if (url.startsWith("node:")) return "node: (built-in modules)";
+  return shortURL(url);
+}
+
+function reportProfile(dir, resultsDir) {
+  let files = [];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
+  } catch {}
+  if (files.length === 0) {
+    log("  no CPU profile was written (did Nodex exit cleanly?)");
+    return undefined;
+  }
+  const src = join(dir, files[0]);
+  const dest = join(resultsDir, `chain-${resultsStamp}-nodex.cpuprofile`);
+  writeFileSync(dest, readFileSync(src));
+  const s = summarizeProfile(dest);
+  log("");
+  log(
+    `== Nodex CPU profile: ${fmtInt(s.busyMs)} ms busy, ${fmtInt(s.idleMs)} ms idle (${relative(root, dest)}) ==`,
+  );
+  log("");
+  log(
+    table(
+      ["self ms", "share", "function"],
+      s.functions.map((f) => [fmtInt(f.ms), `${(f.share * 100).toFixed(1)}%`, f.name]),
+      ["r", "r", "l"],
+    ),
+  );
+  log("");
+  log(
+    table(
+      ["self ms", "share", "package"],
+      s.areas.map((f) => [fmtInt(f.ms), `${(f.share * 100).toFixed(1)}%`, f.name]),
+      ["r", "r", "l"],
+    ),
+  );
+  return { file: relative(root, dest), ...s };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+const OTHER_CPU_NOTE = 0.15;
+
+function pct(share) {
+  return share === undefined || share === null ? "?" : `${Math.round(share * 100)}%`;
+}
+function fmtRate(n) {
+  if (n === undefined || n === null) return "—";
+  return n < 100 ? n.toFixed(1) : fmtInt(n);
+}
+/** Nodex ÷ peer: above 1× Nodex is faster (for rates). */
+function ratio(nodex, peer) {
+  if (!nodex || !peer) return "—";
+  const r = nodex / peer;
+  return `${r >= 10 ? r.toFixed(1) : r.toFixed(2)}×`;
+}
+function stallText(m) {
+  return `mining stopped with ${fmtInt(m.stalled.mined)} of ${fmtInt(m.stalled.sent)} sent transactions mined (the rest stayed pending); flushed with evm_mine after the measurement, so no tx/s`;
+}
+function errorCount(m) {
+  return m.non2xx + m.errors + m.timeouts + m.mismatches;
+}
+
+function notesFor(name, m, notes, unit = "req/s") {
+  if (m.otherCPU && m.otherCPU.share > OTHER_CPU_NOTE)
+    notes.push(
+      `  ${name}: other processes used ${pct(m.otherCPU.share)} of a core during the measurement: figures are noisy`,
+    );
+  if (m.clientCPU.share > 0.9)
+    notes.push(
+      `  ${name}: the bench process used ${pct(m.clientCPU.share)} of a core: ${unit} is capped by the client, compare srv µs/${unit === "tx/s" ? "tx" : "req"}`,
+    );
+}
+
+function printWrite(w, runs) {
+  const nodex = runs.find((r) => r.server.kind === "nodex")?.results[w.id];
+  const headers = [
+    "node",
+    "version",
+    "tx/s",
+    "send p50 ms",
+    "send p99 ms",
+    "blocks",
+    "srv CPU",
+    "srv µs/tx",
+    "Nodex ÷ this",
+  ];
+  const rows = [];
+  const notes = [];
+  for (const run of runs) {
+    const m = run.results[w.id];
+    const name = run.server.label;
+    if (!m || m.error) {
+      notes.push(`  ${name}: not measured: ${firstLines(m?.error ?? run.skipped ?? "not run", 1)}`);
+      continue;
+    }
+    rows.push([
+      name,
+      run.version ?? "",
+      m.stalled ? "stalled" : fmtRate(m.txPerSec),
+      fmtMs(m.latencyMs.p50),
+      fmtMs(m.latencyMs.p99),
+      fmtInt(m.blocks),
+      pct(m.serverCPU?.share),
+      m.serverCPU?.usPerRequest ? fmtInt(m.serverCPU.usPerRequest) : "—",
+      ratio(nodex?.txPerSec, m.txPerSec),
+    ]);
+    if (m.stalled)
+      notes.push(
+        `  ${name}: ${stallText(m)}${run.server.id === "anvil" ? "; Anvil's automine misses transactions that arrive while it mines a block (foundry-rs/foundry#10122), --wait-receipts avoids it" : ""}`,
+      );
+    if (m.blocks !== m.count)
+      notes.push(`  ${name}: ${fmtInt(m.count)} transactions went into ${fmtInt(m.blocks)} blocks`);
+    notesFor(name, m, notes, "tx/s");
+  }
+  printTable(w.title, headers, rows, notes);
+}
+
+function printRead(r, runs) {
+  const nodex = runs.find((x) => x.server.kind === "nodex")?.results[r.id];
+  const headers = [
+    "node",
+    "version",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "errors",
+    "bytes",
+    "srv CPU",
+    "srv µs/req",
+    "Nodex ÷ this",
+  ];
+  const rows = [];
+  const notes = [];
+  for (const run of runs) {
+    const m = run.results[r.id];
+    const name = run.server.label;
+    if (m?.notServed) {
+      rows.push([name, run.version ?? "", "not served", "", "", "", "", "", "", ""]);
+      notes.push(`  ${name}: answers ${m.error.code} ${m.error.message}`);
+      continue;
+    }
+    if (!m || m.error || m.reqPerSec === undefined) {
+      notes.push(
+        `  ${name}: not measured: ${firstLines(m?.error ? JSON.stringify(m.error) : (run.skipped ?? "not run"), 1)}`,
+      );
+      continue;
+    }
+    const errs = errorCount(m);
+    rows.push([
+      name,
+      run.version ?? "",
+      fmtInt(m.reqPerSec),
+      fmtMs(m.latencyMs.p50),
+      fmtMs(m.latencyMs.p99),
+      errs === 0 ? "0" : `${errs} !`,
+      fmtInt(m.bodyBytes),
+      pct(m.serverCPU?.share),
+      m.serverCPU?.usPerRequest ? m.serverCPU.usPerRequest.toFixed(1) : "—",
+      nodex?.notServed ? "—" : ratio(nodex?.reqPerSec, m.reqPerSec),
+    ]);
+    if (errs > 0)
+      notes.push(
+        `  ${name}: ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts, ${m.mismatches} wrong bodies out of ${m.requests} requests`,
+      );
+    if (m.facts?.logs !== undefined) notes.push(`  ${name}: ${m.facts.logs} logs per answer`);
+    notesFor(name, m, notes);
+  }
+  printTable(
+    `${r.title} (${opts.connections} connections, ${opts.duration} s after ${opts.warmup} s warm-up)`,
+    headers,
+    rows,
+    notes,
+  );
+}
+
+function printTable(title, headers, rows, notes) {
+  log("");
+  log(`== ${title} ==`);
+  log("");
+  if (rows.length > 0) {
+    log(
+      table(
+        headers,
+        rows,
+        headers.map((_, i) => (i < 2 ? "l" : "r")),
+      ),
+    );
+  } else {
+    log("(no node measured)");
+  }
+  if (notes.length > 0) {
+    log("");
+    log("notes:");
+    for (const n of notes) log(n);
+  }
+}
+
+/** One row per figure, one column per node, then Nodex ÷ each peer. */
+function printSummary(runs) {
+  const nodexRun = runs.find((r) => r.server.kind === "nodex");
+  const peers = runs.filter((r) => r.server.kind !== "nodex");
+  const figures = [];
+  for (const w of WRITES)
+    if (workloadIds.includes(w.id))
+      figures.push({
+        label: `${w.short}, tx/s`,
+        get: (run) => run.results[w.id]?.txPerSec,
+        stalled: (run) => Boolean(run.results[w.id]?.stalled),
+      });
+  for (const r of READS) {
+    if (!workloadIds.includes(r.id)) continue;
+    figures.push({
+      label: `${r.short}, req/s`,
+      get: (run) => run.results[r.id]?.reqPerSec,
+      id: r.id,
+    });
+    figures.push({
+      label: `${r.short}, p99 ms`,
+      get: (run) => run.results[r.id]?.latencyMs?.p99,
+      id: r.id,
+      latency: true,
+    });
+  }
+  const headers = [
+    "figure",
+    ...runs.map((r) => r.server.label),
+    ...peers.map((p) => `Nodex ÷ ${p.server.label}`),
+  ];
+  const rows = figures.map((f) => {
+    const cell = (run) => {
+      if (f.id && run.results[f.id]?.notServed) return "not served";
+      if (f.stalled?.(run)) return "stalled";
+      const v = f.get(run);
+      if (v === undefined || v === null) return "—";
+      return f.latency ? fmtMs(v) : fmtRate(v);
+    };
+    const nv = nodexRun ? f.get(nodexRun) : undefined;
+    return [f.label, ...runs.map(cell), ...peers.map((p) => ratio(nv, f.get(p)))];
+  });
+  log("");
+  log("== Summary: Nodex ÷ peer above 1× means Nodex is faster (for p99: slower) ==");
+  log("");
+  log(
+    table(
+      headers,
+      rows,
+      headers.map((_, i) => (i === 0 ? "l" : "r")),
+    ),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function main() {
+  const started = new Date();
+  resultsStamp = started.toISOString().replace(/[:.]/g, "-");
+  const resultsDir = join(benchDir, "results");
+  mkdirSync(resultsDir, { recursive: true });
+  ensureBenchDeps(["autocannon", "ethers", "solc"]);
+  await loadAutocannon();
+  ethers = await import("ethers");
+  signingKey = new ethers.SigningKey(KEY0);
+  if (new ethers.Wallet(KEY0).address !== ACCOUNT0) throw new Error("KEY0 is not account #0");
+  if (selected.some((s) => s.kind === "nodex")) ensureNodexBuilt(args.build);
+
+  tmp = mkdtempSync(join(tmpdir(), "nodex-bench-chain-"));
+  const profDir = join(tmp, "cpu-prof");
+  if (opts.nodexCPUProfile) {
+    const nodex = NODES.find((s) => s.kind === "nodex");
+    const prepare = nodex.prepare.bind(nodex);
+    nodex.prepare = (port, dir) => {
+      const spec = prepare(port, dir);
+      return { ...spec, args: ["--cpu-prof", "--cpu-prof-dir", profDir, ...spec.args] };
+    };
+  }
+  const t0 = Date.now();
+  token = compileToken();
+  const cpu = cpus();
+  log(
+    `Chain bench: ${selected.length} nodes, ${fmtInt(opts.count)} transfers per write workload, ` +
+      `reads with ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s each`,
+  );
+  log(
+    `node ${process.version}, ${cpu.length} cores (${cpu[0]?.model ?? "?"}), autocannon ${packageJSON("autocannon").json.version} in-process, ` +
+      `ethers ${ethers.version}, token compiled with solc ${token.solc.split("+")[0]} in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+  );
+
+  const runs = selected.map((server) => ({
+    server: { id: server.id, label: server.label, kind: server.kind },
+    version: null,
+    results: {},
+  }));
+  let profiled = false;
+  for (const [i, server] of selected.entries()) {
+    const run = runs[i];
+    log("");
+    log(`[${server.id}] ${server.label}`);
+    await benchNode(server, run);
+    if (server.kind === "nodex" && opts.nodexCPUProfile && run.command) profiled = true;
+  }
+
+  for (const w of WRITES) if (workloadIds.includes(w.id)) printWrite(w, runs);
+  for (const r of READS) if (workloadIds.includes(r.id)) printRead(r, runs);
+  printSummary(runs);
+  if (profiled) {
+    const nodexRun = runs.find((r) => r.server.kind === "nodex");
+    nodexRun.cpuProfile = reportProfile(profDir, resultsDir) ?? null;
+  }
+
+  const file = join(resultsDir, `chain-${resultsStamp}.json`);
+  const report = {
+    bench: "chain",
+    startedAt: started.toISOString(),
+    finishedAt: new Date().toISOString(),
+    options: { ...opts, workloads: workloadIds },
+    machine: {
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      cores: cpu.length,
+      cpu: cpu[0]?.model ?? null,
+    },
+    commit: gitCommit() ?? null,
+    token: { solc: token.solc, evmVersion: "paris", bytecode: token.bytecode },
+    accounts: { from: ACCOUNT0, ethTo: ETH_TO, tokenTo: TOKEN_TO },
+    runs: JSON.parse(JSON.stringify(runs, (_k, v) => (typeof v === "bigint" ? v.toString() : v))),
+  };
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  log("");
+  log(`raw results: ${relative(root, file)} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+}
+
+main()
+  .catch((err) => {
+    process.stderr.write(`${err.stack ?? err}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    cleanupSync();
+  });

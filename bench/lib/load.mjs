@@ -1,0 +1,149 @@
+// Load for the benches: autocannon (in this process) against one server, with the bench's own
+// response-time record and the CPU the server, the client and everything else used meanwhile.
+import { cpuSeconds, machineBusySeconds } from "./proc.mjs";
+
+let autocannon;
+
+/** Imports autocannon from bench/node_modules (after ensureBenchDeps). */
+export async function loadAutocannon() {
+  autocannon ??= (await import("autocannon")).default;
+  return autocannon;
+}
+
+/**
+ * Response times in ms as floats. autocannon's own latency histogram has 1 ms resolution, too
+ * coarse for sub-millisecond servers, so the bench records each response time itself.
+ */
+export class Latencies {
+  #values = new Float64Array(1 << 20);
+  #n = 0;
+  push(ms) {
+    if (this.#n === this.#values.length) {
+      const bigger = new Float64Array(this.#values.length * 2);
+      bigger.set(this.#values);
+      this.#values = bigger;
+    }
+    this.#values[this.#n++] = ms;
+  }
+  summary() {
+    const v = this.#values.subarray(0, this.#n).sort();
+    const at = (p) =>
+      v.length === 0
+        ? null
+        : v[Math.min(v.length - 1, Math.max(0, Math.ceil((p / 100) * v.length) - 1))];
+    let sum = 0;
+    for (const x of v) sum += x;
+    return {
+      p50: at(50),
+      p90: at(90),
+      p99: at(99),
+      p999: at(99.9),
+      max: at(100),
+      mean: v.length ? sum / v.length : null,
+      count: v.length,
+    };
+  }
+}
+
+/**
+ * CPU accounting over a window: `const w = cpuWindow(pid); ...; w.end(operations)` gives the
+ * server's CPU (all its threads), this process's CPU (the client) and the rest of the machine's.
+ */
+export function cpuWindow(pid) {
+  const cpu0 = cpuSeconds(pid);
+  const busy0 = machineBusySeconds();
+  const client0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  return {
+    end(operations) {
+      const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+      const cpu1 = cpuSeconds(pid);
+      const busy1 = machineBusySeconds();
+      const client1 = process.cpuUsage(client0);
+      const serverCPU = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined;
+      const clientSeconds = (client1.user + client1.system) / 1e6;
+      return {
+        wall,
+        serverCPU:
+          serverCPU === undefined
+            ? null
+            : {
+                seconds: serverCPU,
+                share: serverCPU / wall,
+                usPerRequest: operations > 0 ? (serverCPU / operations) * 1e6 : null,
+              },
+        clientCPU: { seconds: clientSeconds, share: clientSeconds / wall },
+        // CPU used by everything else on the machine meanwhile: noise in the figures.
+        otherCPU:
+          busy0 !== undefined && busy1 !== undefined && serverCPU !== undefined
+            ? { share: Math.max(0, busy1 - busy0 - serverCPU - clientSeconds) / wall }
+            : null,
+      };
+    },
+  };
+}
+
+/** One autocannon run: `load` is {connections, duration}; `workload.body` is POSTed. */
+export function cannon(port, workload, load, expectBody, latencies) {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: `http://127.0.0.1:${port}/`,
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: workload.body,
+        connections: load.connections,
+        pipelining: 1,
+        duration: load.duration,
+        timeout: 10,
+        ...(expectBody !== undefined ? { expectBody } : {}),
+      },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    );
+    if (latencies) instance.on("response", (_client, _status, _bytes, ms) => latencies.push(ms));
+  });
+}
+
+/**
+ * Warm-up, then a measured autocannon run of `workload` ({body, calls}) against the server
+ * `handle` on `port`. `load` is {connections, duration, warmup} (seconds). A response whose
+ * body differs from `expectBody` counts as a mismatch.
+ */
+export async function measure(handle, port, workload, expectBody, load) {
+  if (load.warmup > 0)
+    await cannon(
+      port,
+      workload,
+      { connections: load.connections, duration: load.warmup },
+      expectBody,
+    );
+  const latencies = new Latencies();
+  const window = cpuWindow(handle.pid);
+  const r = await cannon(port, workload, load, expectBody, latencies);
+  const total = r.requests.total;
+  const { serverCPU, clientCPU, otherCPU } = window.end(total);
+  return {
+    reqPerSec: r.requests.average,
+    callsPerSec: r.requests.average * workload.calls,
+    latencyMs: latencies.summary(),
+    autocannonLatencyMs: {
+      p50: r.latency.p50,
+      p90: r.latency.p90,
+      p99: r.latency.p99,
+      max: r.latency.max,
+      mean: r.latency.mean,
+    },
+    requests: total,
+    ok2xx: r["2xx"],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    mismatches: r.mismatches,
+    resets: r.resets ?? 0,
+    throughputBytesPerSec: r.throughput.average,
+    durationS: r.duration,
+    serverCPU,
+    clientCPU,
+    otherCPU,
+  };
+}
