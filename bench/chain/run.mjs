@@ -883,7 +883,10 @@ function printRead(r, runs) {
       notes.push(
         `  ${name}: ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts, ${m.mismatches} wrong bodies out of ${m.requests} requests`,
       );
-    if (m.facts?.logs !== undefined) notes.push(`  ${name}: ${m.facts.logs} logs per answer`);
+    if (m.facts?.logs !== undefined && m.facts.logs !== nodex?.facts?.logs)
+      notes.push(
+        `  ${name}: ${m.facts.logs} logs per answer${nodex?.facts?.logs ? ` against Nodex's ${nodex.facts.logs}: the ratio compares different answers` : ""}${run.results.erc20?.stalled ? " (its ERC-20 transfers stalled and were flushed into full blocks)" : ""}`,
+      );
     notesFor(name, m, notes);
   }
   printTable(
