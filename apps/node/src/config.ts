@@ -26,6 +26,10 @@ export interface NodeConfig {
   readonly logFormat: LogFormat;
   /** Mining beneficiary; `undefined` means the network's default. */
   readonly coinbase: string | undefined;
+  /** Blocks whose state is kept, counting back from the head; `"all"` keeps every block's. */
+  readonly stateWindow: number | "all";
+  /** Seconds between blocks on development networks; 0 mines a block per transaction. */
+  readonly mineInterval: number;
   readonly rpc: RPCOptions;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
@@ -46,6 +50,9 @@ export interface Environment {
 }
 
 type Values = Map<string, unknown>;
+
+/** Blocks whose state a node keeps, unless it is told otherwise (regtest keeps all). */
+export const DEFAULT_STATE_WINDOW = 128;
 
 const byFlag = new Map<string, OptionDef>(OPTIONS.map((o) => [o.flag, o]));
 const byAlias = new Map<string, { option: OptionDef; value: string }>(
@@ -109,9 +116,18 @@ export function parseCommandLine(environment: Environment): Command {
     logLevel: pick<LogLevel>("logLevel") ?? "info",
     logFormat: pick<LogFormat>("logFormat") ?? (environment.isTTY ? "pretty" : "json"),
     coinbase: pick<string>("coinbase"),
+    stateWindow:
+      pick<number | "all">("stateWindow") ??
+      (network.name === "regtest" ? "all" : DEFAULT_STATE_WINDOW),
+    mineInterval: pick<number>("mineInterval") ?? 0,
     rpc: Object.freeze(rpc),
     sources: Object.freeze(sources),
   };
+  if (config.mineInterval > 0 && !dev) {
+    throw new UsageError(
+      `--mine-interval works on regtest and devnet only: blocks of ${network.name} are made by merged mining`,
+    );
+  }
   return { kind: "run", config: Object.freeze(config) };
 }
 
@@ -127,7 +143,7 @@ function parseArgv(argv: readonly string[]): Values | "help" | "version" {
     const alias = byAlias.get(flag);
     if (alias !== undefined) {
       if (eq !== -1) throw new UsageError(`option ${flag} takes no value`);
-      networkFlag.push(flag);
+      if (alias.option.key === "network") networkFlag.push(flag);
       setValue(values, alias.option, alias.value, flag);
       continue;
     }

@@ -2,7 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Chain, DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import { Executor } from "@nodex/evm";
-import { createRPCServer, type RPCServer } from "@nodex/rpc";
+import { createRPCServer, type Ledger, type RPCServer } from "@nodex/rpc";
 import { Database } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
 import type { NodeConfig } from "./config.js";
@@ -22,6 +22,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let db: Database | undefined;
   let rpc: RPCServer | undefined;
   let stopping: Promise<void> | undefined;
+  let miner: IntervalMiner | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -39,20 +40,49 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         db,
         executor,
         logger: logger.child({ module: "chain" }),
+        ...(config.stateWindow === "all" ? {} : { stateWindow: config.stateWindow }),
       });
       if (config.network.devAccounts) printDevAccounts();
       const services = createServices(config, chain, executor);
       rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
       await rpc.start();
+      if (services.ledger !== undefined && config.mineInterval > 0) {
+        miner = startIntervalMiner(services.ledger, config.mineInterval, logger);
+      }
     },
     stop() {
       stopping ??= (async () => {
         logger.info("Shutting down");
         await rpc?.stop();
+        await miner?.stop();
         await db?.close();
         logger.info("Stopped");
       })();
       return stopping;
+    },
+  };
+}
+
+interface IntervalMiner {
+  /** Stops the timer and waits for a block being mined. */
+  stop(): Promise<void>;
+}
+
+/** Mines a block every `seconds` with the transactions received meanwhile. */
+function startIntervalMiner(ledger: Ledger, seconds: number, logger: Logger): IntervalMiner {
+  let current: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    current = current.then(() =>
+      ledger.minePending().catch((err: unknown) => {
+        logger.error("Interval mining failed", { error: (err as Error).message });
+      }),
+    );
+  }, seconds * 1000);
+  logger.info("Mining a block at each interval", { seconds });
+  return {
+    async stop() {
+      clearInterval(timer);
+      await current;
     },
   };
 }

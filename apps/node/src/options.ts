@@ -201,6 +201,27 @@ export const OPTIONS: readonly OptionDef[] = [
     },
   },
   {
+    key: "stateWindow",
+    flag: "--state-window",
+    aliases: { "--archive": "all" },
+    env: "NODEX_STATE_WINDOW",
+    valueName: "BLOCKS",
+    description:
+      "how many of the latest blocks keep their state (balances, storage, calls at that block); all keeps every block's (archive, also --archive)",
+    defaultText: "all on regtest, 128 elsewhere",
+    parse: (text) => (text === "all" ? "all" : integer(1, 100_000_000, "a number of blocks")(text)),
+  },
+  {
+    key: "mineInterval",
+    flag: "--mine-interval",
+    env: "NODEX_MINE_INTERVAL",
+    valueName: "SECONDS",
+    description:
+      "regtest and devnet: mine a block every SECONDS with the transactions received meanwhile, instead of one block per transaction; 0 mines at once (automine)",
+    defaultText: "0 (automine)",
+    parse: integer(0, 86_400, "a number of seconds"),
+  },
+  {
     key: "logLevel",
     flag: "--log-level",
     env: "NODEX_LOG_LEVEL",

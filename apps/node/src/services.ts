@@ -51,6 +51,10 @@ export function createServices(config: NodeConfig, chain: Chain, executor: Execu
       hashrate: () => 0n,
     },
     accounts: { list: listAccounts },
-    ledger: new Ledger(chain, executor, { automine: network.devAccounts, coinbase: getCoinbase }),
+    ledger: new Ledger(chain, executor, {
+      automine: network.devAccounts,
+      mineInterval: config.mineInterval,
+      coinbase: getCoinbase,
+    }),
   };
 }

@@ -5,6 +5,7 @@ import {
   NodeCache,
   NodeStore,
   orderedTrieRoot,
+  pruneTrieNodes,
   WorldState,
   type WriteOp,
 } from "@nodex/state";
@@ -72,6 +73,11 @@ export interface ChainDeps {
   readonly db: Database;
   readonly executor: Executor;
   readonly logger: Logger;
+  /**
+   * How many of the latest blocks keep their state: older state is deleted from the database
+   * every `stateWindow` blocks. `undefined` keeps the state of every block (archive).
+   */
+  readonly stateWindow?: number;
 }
 
 /**
@@ -83,6 +89,7 @@ export class Chain {
   readonly #db: Database;
   readonly #executor: Executor;
   readonly #log: Logger;
+  readonly #stateWindow: number | undefined;
   #head: StoredBlock;
   #queue: Promise<unknown> = Promise.resolve();
   /** The state after the head, kept for building the next block (with its caches and EVM). */
@@ -97,6 +104,9 @@ export class Chain {
     this.#db = deps.db;
     this.#executor = deps.executor;
     this.#log = deps.logger;
+    this.#stateWindow = deps.stateWindow;
+    if (this.#stateWindow !== undefined && !(this.#stateWindow >= 1))
+      throw new RangeError(`state window must be at least 1 block, got ${this.#stateWindow}`);
     this.#head = head;
   }
 
@@ -190,8 +200,28 @@ export class Chain {
     return { blockHash: blockHash!, index: Number(bytesToBigint(index!, "transaction index")) };
   }
 
+  /** Blocks that keep their state, counting back from the head; `undefined` for all (archive). */
+  get stateWindow(): number | undefined {
+    return this.#stateWindow;
+  }
+
+  /**
+   * Throws `ChainError` (`STATE_MISSING`) when the state after `header` is older than the state
+   * window. Callers that keep states open check again before each use.
+   */
+  assertStateRetained(header: BlockHeader): void {
+    const window = this.#stateWindow;
+    if (window === undefined || header.number + BigInt(window) > this.#head.block.header.number)
+      return;
+    throw new ChainError(
+      ChainErrorCode.STATE_MISSING,
+      `state of block ${header.number} is pruned: this node keeps the state of the last ${window} blocks (archive mode keeps all)`,
+    );
+  }
+
   /** The world state after `header`; throws `ChainError` when it is not in the database. */
   async stateAt(header: BlockHeader): Promise<WorldState> {
+    this.assertStateRetained(header);
     try {
       return await WorldState.open(new NodeStore(this.#db, this.#nodes), header.stateRoot);
     } catch {
@@ -294,7 +324,38 @@ export class Chain {
       txs: included.length,
       gasUsed: header.gasUsed,
     });
+    const window = this.#stateWindow;
+    if (window !== undefined && header.number % BigInt(window) === 0n) {
+      // After this block, before the next: no block is written while nodes are swept.
+      this.#queue = this.#queue.then(() => this.#prune(window)).catch(() => {});
+    }
     return { ...stored, receipts, rejected };
+  }
+
+  /** Deletes the state of blocks older than the window. */
+  async #prune(window: number): Promise<void> {
+    const head = this.#head.block.header.number;
+    const first = head - BigInt(window) + 1n;
+    const roots: Uint8Array[] = [];
+    for (let n = first < 0n ? 0n : first; n <= head; n++) {
+      const block = await this.getBlockByNumber(n);
+      if (block !== undefined) roots.push(block.block.header.stateRoot);
+    }
+    const started = performance.now();
+    try {
+      const { live, deleted } = await pruneTrieNodes(this.#db, roots, this.#nodes);
+      this.#log.info("Pruned old state", {
+        keptFrom: first < 0n ? 0n : first,
+        head,
+        liveNodes: live,
+        deletedNodes: deleted,
+        ms: Math.round(performance.now() - started),
+      });
+    } catch (err) {
+      this.#log.error("Pruning old state failed; it is tried again later", {
+        error: (err as Error).message,
+      });
+    }
   }
 }
 

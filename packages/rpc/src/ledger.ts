@@ -1,6 +1,6 @@
-import type { Chain, StoredBlock } from "@nodex/chain";
+import type { Chain, MinedBlock, StoredBlock } from "@nodex/chain";
 import type { CallOutcome, CallRequest, Executor } from "@nodex/evm";
-import { bloomMayContain, intrinsicGas } from "@nodex/evm";
+import { bloomMayContain, ExecutionErrorCode, intrinsicGas } from "@nodex/evm";
 import type { WorldState } from "@nodex/state";
 import {
   type Address,
@@ -15,6 +15,8 @@ import {
 } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
 import type { LogFilter } from "./logFilter.js";
+
+const LATEST: BlockSelector = { kind: "tag", tag: "latest" };
 
 /** How many read-only states (by root) stay open for reuse. */
 const READ_STATE_CACHE = 8;
@@ -39,8 +41,13 @@ export interface FoundLog {
 }
 
 export interface LedgerOptions {
-  /** Mine a block for each transaction received (regtest and devnet). */
+  /** Whether this node makes blocks of the transactions it receives (regtest and devnet). */
   readonly automine: boolean;
+  /**
+   * Seconds between blocks: transactions received wait until `minePending()` is called (by the
+   * node's timer). 0 mines a block for each transaction as it arrives.
+   */
+  readonly mineInterval?: number;
   /** Beneficiary of mined blocks. */
   readonly coinbase: () => Address;
 }
@@ -68,7 +75,13 @@ export class Ledger {
   readonly chain: Chain;
   readonly executor: Executor;
   readonly automine: boolean;
+  readonly mineInterval: number;
   readonly #coinbase: () => Address;
+  /**
+   * With interval mining, the transactions received since the last block, in arrival order.
+   * (A first form of the transaction pool: no replacement, no limits.)
+   */
+  readonly #pending = new Map<string, SignedTransaction>();
   /** Read-only states by state root, most recently used last. */
   readonly #states = new Map<string, Promise<WorldState>>();
   /** States that run calls, by state root: one call at a time on each, as calls change and revert it. */
@@ -82,6 +95,7 @@ export class Ledger {
     this.chain = chain;
     this.executor = executor;
     this.automine = opts.automine;
+    this.mineInterval = opts.mineInterval ?? 0;
     this.#coinbase = opts.coinbase;
   }
 
@@ -137,6 +151,7 @@ export class Ledger {
    */
   async state(selector: BlockSelector): Promise<WorldState> {
     const header = (await this.require(selector)).block.header;
+    this.chain.assertStateRetained(header);
     const key = bytesToHex(header.stateRoot);
     let state = this.#states.get(key);
     if (state === undefined) {
@@ -162,8 +177,15 @@ export class Ledger {
         `invalid chain id: transaction signed for chain ${tx.chainId}, this network is ${chainId}`,
       );
     }
-    if ((await this.chain.getTransactionLocation(tx.hash)) !== undefined) {
+    if (
+      this.#pending.has(bytesToHex(tx.hash)) ||
+      (await this.chain.getTransactionLocation(tx.hash)) !== undefined
+    ) {
       throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, "already known");
+    }
+    if (this.mineInterval > 0) {
+      await this.#admit(tx);
+      return tx.hash;
     }
     const mined = await this.chain.mine([tx], { coinbase: this.#coinbase() });
     const rejected = mined.rejected[0];
@@ -171,6 +193,83 @@ export class Ledger {
       throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, rejected.error.message);
     }
     return tx.hash;
+  }
+
+  /**
+   * Checks `tx` against the head's state and the transactions already waiting, and keeps it for
+   * the next block. Throws -32010 with the reason, in the words of geth, when it can never run.
+   */
+  async #admit(tx: SignedTransaction): Promise<void> {
+    const head = this.chain.head.block.header;
+    const reject = (why: string) => new RPCError(RPCErrorCode.TRANSACTION_REJECTED, why);
+    if (tx.gasPrice < head.minimumGasPrice) {
+      throw reject(
+        `transaction's gas price lower than block's minimum: have ${tx.gasPrice}, want ${head.minimumGasPrice}`,
+      );
+    }
+    if (tx.gasLimit > head.gasLimit) throw reject("exceeds block gas limit");
+    const intrinsic = intrinsicGas(tx);
+    if (tx.gasLimit < intrinsic)
+      throw reject(`intrinsic gas too low: have ${tx.gasLimit}, want ${intrinsic}`);
+    const state = await this.state(LATEST);
+    const from = bytesToHex(tx.from);
+    const nonce = await state.getNonce(tx.from);
+    if (tx.nonce < nonce)
+      throw reject(`nonce too low: address ${from}, tx: ${tx.nonce} state: ${nonce}`);
+    for (const waiting of this.#pending.values()) {
+      if (waiting.nonce === tx.nonce && sameBytes(waiting.from, tx.from))
+        throw reject(`a transaction from ${from} with nonce ${tx.nonce} is already waiting`);
+    }
+    const balance = await state.getBalance(tx.from);
+    const cost = tx.gasLimit * tx.gasPrice + tx.value;
+    if (balance < cost) {
+      throw reject(
+        `insufficient funds for gas * price + value: address ${from} have ${balance} want ${cost}`,
+      );
+    }
+    this.#pending.set(bytesToHex(tx.hash), tx);
+  }
+
+  /**
+   * Mines one block (interval mining) with the waiting transactions that can run, each sender's
+   * in nonce order. Those whose turn has not come (a nonce gap, no room left in the block) wait
+   * for the next block; those that can never run are dropped.
+   */
+  async minePending(): Promise<MinedBlock> {
+    const bySender = new Map<string, SignedTransaction[]>();
+    for (const tx of this.#pending.values()) {
+      const key = bytesToHex(tx.from);
+      const list = bySender.get(key);
+      if (list === undefined) bySender.set(key, [tx]);
+      else list.push(tx);
+    }
+    const ordered = [...bySender.values()].flatMap((txs) =>
+      txs.sort((a, b) => (a.nonce < b.nonce ? -1 : a.nonce > b.nonce ? 1 : 0)),
+    );
+    const mined = await this.chain.mine(ordered, { coinbase: this.#coinbase() });
+    for (const tx of mined.block.transactions) this.#pending.delete(bytesToHex(tx.hash));
+    for (const { tx, error } of mined.rejected) {
+      if (error.code === ExecutionErrorCode.NONCE_TOO_HIGH) continue;
+      if (error.code === ExecutionErrorCode.BLOCK_GAS_LIMIT) continue;
+      this.#pending.delete(bytesToHex(tx.hash));
+    }
+    return mined;
+  }
+
+  /** A transaction waiting for the next block (interval mining). */
+  pendingTransaction(hash: Uint8Array): SignedTransaction | undefined {
+    return this.#pending.get(bytesToHex(hash));
+  }
+
+  /** The account's nonce after the selected block; for `pending`, after its waiting transactions. */
+  async nonce(address: Address, selector: BlockSelector): Promise<bigint> {
+    let nonce = await (await this.state(selector)).getNonce(address);
+    if (selector.kind !== "tag" || selector.tag !== "pending" || this.#pending.size === 0)
+      return nonce;
+    const waiting = new Set<bigint>();
+    for (const tx of this.#pending.values()) if (sameBytes(tx.from, address)) waiting.add(tx.nonce);
+    while (waiting.has(nonce)) nonce++;
+    return nonce;
   }
 
   async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {
@@ -208,6 +307,7 @@ export class Ledger {
 
   /** Runs `job` on the call state of `header`, after the jobs queued there before it. */
   #withCallState<T>(header: BlockHeader, job: (state: WorldState) => Promise<T>): Promise<T> {
+    this.chain.assertStateRetained(header);
     const key = bytesToHex(header.stateRoot);
     let slots = this.#callStates.get(key);
     if (slots === undefined) {

@@ -3,4 +3,5 @@ export { Database, type WriteOp } from "./db/database.js";
 export { NodeCache } from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";
 export { orderedTrieRoot } from "./orderedTrie.js";
+export { type PruneResult, pruneTrieNodes } from "./pruner.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

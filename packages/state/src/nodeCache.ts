@@ -28,6 +28,11 @@ export class NodeCache {
     this.#entries.set(key, value);
   }
 
+  /** Forgets every entry (after nodes were deleted from the database). */
+  clear(): void {
+    this.#entries.clear();
+  }
+
   get size(): number {
     return this.#entries.size;
   }

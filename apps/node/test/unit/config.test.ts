@@ -111,8 +111,40 @@ describe("parseCommandLine", () => {
       ["--rpc-max-batch-size", "0"],
       "invalid value for --rpc-max-batch-size: 0 is out of range for a batch size (1-100000)",
     ],
+    [
+      ["--state-window", "0"],
+      "invalid value for --state-window: 0 is out of range for a number of blocks (1-100000000)",
+    ],
+    [
+      ["--state-window", "some"],
+      'invalid value for --state-window: "some" is not a number of blocks (1-100000000)',
+    ],
+    [["--archive=1"], "option --archive takes no value"],
+    [
+      ["--mine-interval", "1.5", "--regtest"],
+      'invalid value for --mine-interval: "1.5" is not a number of seconds (0-86400)',
+    ],
+    [
+      ["--testnet", "--mine-interval", "5"],
+      "--mine-interval works on regtest and devnet only: blocks of testnet are made by merged mining",
+    ],
   ])("rejects %j", (argv, message) => {
     expect(() => config(argv)).toThrow(new UsageError(message));
+  });
+
+  it("keeps all state on regtest and a window of 128 blocks elsewhere, unless told", () => {
+    expect(config(["--regtest"]).stateWindow).toBe("all");
+    expect(config(["--devnet"]).stateWindow).toBe(128);
+    expect(config([]).stateWindow).toBe(128);
+    expect(config(["--archive"]).stateWindow).toBe("all");
+    expect(config(["--regtest", "--state-window", "16"]).stateWindow).toBe(16);
+    expect(config(["--testnet"], { NODEX_STATE_WINDOW: "all" }).stateWindow).toBe("all");
+  });
+
+  it("mines at once by default, or at an interval on development networks", () => {
+    expect(config(["--regtest"]).mineInterval).toBe(0);
+    expect(config(["--devnet", "--mine-interval", "3"]).mineInterval).toBe(3);
+    expect(config(["--mainnet", "--mine-interval", "0"]).mineInterval).toBe(0);
   });
 
   it("accepts the same network twice", () => {

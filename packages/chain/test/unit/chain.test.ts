@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Executor } from "@nodex/evm";
-import { Database, EMPTY_TRIE_ROOT } from "@nodex/state";
+import { Bucket, Database, EMPTY_TRIE_ROOT } from "@nodex/state";
 import {
   type Address,
   bytesToHex,
@@ -14,7 +14,7 @@ import {
   signTransaction,
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Chain, DEV_ACCOUNT_BALANCE } from "../../src/index.js";
+import { Chain, ChainError, DEV_ACCOUNT_BALANCE } from "../../src/index.js";
 
 const network = NETWORKS.regtest;
 const executor = new Executor(network);
@@ -112,5 +112,41 @@ describe("Chain", () => {
     expect(b.block.header.number).toBe(2n);
     expect(b.block.header.parentHash).toEqual(a.hash);
     expect(b.block.transactions).toHaveLength(1);
+  });
+
+  it("keeps the state of the last blocks of its window and prunes the rest", async () => {
+    const chain = await Chain.open(network, { db, executor, logger: nullLogger, stateWindow: 3 });
+    const trieNodes = async () => {
+      let n = 0;
+      for await (const _ of db.keys(Bucket.TRIE)) n++;
+      return n;
+    };
+    const mined = [];
+    for (let i = 0n; i < 6n; i++)
+      mined.push(await chain.mine([transfer(i, 1n)], { coinbase: MINER }));
+    const grown = await trieNodes();
+    // Block 6 is a multiple of the window: its state sweep ran before the next block.
+    await chain.mine([transfer(6n, 1n)], { coinbase: MINER });
+    expect(await trieNodes()).toBeLessThan(grown);
+    // Head 7: blocks 5, 6 and 7 keep their state, block 4 and older do not.
+    await expect(chain.stateAt(mined[3]!.block.header)).rejects.toThrow(
+      "state of block 4 is pruned: this node keeps the state of the last 3 blocks (archive mode keeps all)",
+    );
+    expect(() => chain.assertStateRetained(mined[3]!.block.header)).toThrow(ChainError);
+    const oldest = await chain.stateAt(mined[4]!.block.header);
+    expect(await oldest.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 5n);
+    const head = await chain.stateAt(chain.head.block.header);
+    expect(await head.getNonce(alice!.address)).toBe(7n);
+    // Blocks, receipts and indexes are kept: only state is pruned.
+    expect((await chain.getReceipts(mined[0]!.hash))?.length).toBe(1);
+  });
+
+  it("keeps every block's state without a window (archive)", async () => {
+    const chain = await open();
+    expect(chain.stateWindow).toBeUndefined();
+    for (let i = 0n; i < 4n; i++) await chain.mine([transfer(i, 1n)], { coinbase: MINER });
+    const genesis = await chain.getBlockByNumber(0n);
+    const state = await chain.stateAt(genesis!.block.header);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE);
   });
 });

@@ -65,7 +65,7 @@ export function ethChainModule(ledger: Ledger) {
     getTransactionCount: method({
       params: [p.address, stateAt],
       result: r.quantity,
-      handler: async (_s, [address, block]) => (await ledger.state(block)).getNonce(address),
+      handler: (_s, [address, block]) => ledger.nonce(address, block),
     }),
     getCode: method({
       params: [p.address, stateAt],
@@ -164,7 +164,9 @@ export function ethChainModule(ledger: Ledger) {
       result: r.json,
       handler: async (_s, [hash]) => {
         const found = await ledger.transaction(hash);
-        return found === null ? null : formatTransaction(found.tx, found.block, found.index);
+        if (found !== null) return formatTransaction(found.tx, found.block, found.index);
+        const pending = ledger.pendingTransaction(hash);
+        return pending === undefined ? null : formatTransaction(pending, undefined, 0);
       },
     }),
     getTransactionReceipt: method({

@@ -53,6 +53,15 @@ export class Database {
     );
   }
 
+  /** The keys of `bucket` (without the bucket byte), in order, from a snapshot taken now. */
+  async *keys(bucket: Bucket): AsyncGenerator<Uint8Array> {
+    const start = Uint8Array.of(bucket);
+    const end = Uint8Array.of(bucket + 1);
+    for await (const key of this.#level.keys({ gte: start, lt: end })) {
+      yield new Uint8Array(key.buffer, key.byteOffset + 1, key.byteLength - 1);
+    }
+  }
+
   async close(): Promise<void> {
     await this.#level.close();
   }

@@ -1,0 +1,165 @@
+import { JsonRpcProvider, Wallet } from "ethers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, type RunningNode, startNode } from "../helpers/node.js";
+
+// How blocks are made and how long their state is kept: interval mining and the state window.
+const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const KEY1 = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+const TO = "0x000000000000000000000000000000000000beef";
+
+const quantity = (n: number | bigint) => `0x${n.toString(16)}`;
+
+async function result(url: string, method: string, params: unknown[]): Promise<unknown> {
+  const res = await call(url, method, params);
+  expect(res.error).toBeUndefined();
+  return res.result;
+}
+
+describe("interval mining (--mine-interval)", () => {
+  let node: RunningNode;
+  let provider: JsonRpcProvider;
+  beforeAll(async () => {
+    node = await startNode({ args: ["--mine-interval", "1"] });
+    provider = new JsonRpcProvider(node.url, 33, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 100,
+    });
+  });
+  afterAll(async () => {
+    provider?.destroy();
+    await node?.stop();
+  });
+
+  it("keeps transactions until the next block, then mines them together", async () => {
+    const wallet = new Wallet(KEY0, provider);
+    const other = new Wallet(KEY1, provider);
+    // Two transactions of one sender in a row: the second takes its nonce from `pending`.
+    const first = await wallet.sendTransaction({ to: TO, value: 1n });
+    const second = await wallet.sendTransaction({ to: TO, value: 2n });
+    const third = await other.sendTransaction({ to: TO, value: 3n });
+    expect([first.nonce, second.nonce]).toEqual([0, 1]);
+
+    // Waiting: visible by hash without a block, no receipt yet (unless the tick came between).
+    const seen = (await result(node.url, "eth_getTransactionByHash", [second.hash])) as Record<
+      string,
+      unknown
+    >;
+    expect(seen.hash).toBe(second.hash);
+    if (seen.blockHash === null) {
+      expect(seen.blockNumber).toBeNull();
+      expect(seen.transactionIndex).toBeNull();
+      expect(await result(node.url, "eth_getTransactionReceipt", [second.hash])).toBeNull();
+    }
+
+    const receipts = await Promise.all([first.wait(), second.wait(), third.wait()]);
+    expect(receipts.map((r) => r?.status)).toEqual([1, 1, 1]);
+    const firstBlock = receipts[0]!.blockNumber;
+    expect(receipts[1]!.blockNumber).toBe(firstBlock);
+    expect(await provider.getBalance(TO)).toBe(6n);
+  });
+
+  it("mines empty blocks at each interval", async () => {
+    const start = Number(await result(node.url, "eth_blockNumber", []));
+    const deadline = Date.now() + 10_000;
+    let now = start;
+    while (now < start + 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      now = Number(await result(node.url, "eth_blockNumber", []));
+    }
+    expect(now).toBeGreaterThanOrEqual(start + 2);
+  });
+
+  it("refuses a transaction that can never run, at once", async () => {
+    const wallet = new Wallet(KEY1);
+    const raw = await wallet.signTransaction({
+      to: TO,
+      value: 1n,
+      gasLimit: 20_000n,
+      gasPrice: 0n,
+      nonce: 5,
+      chainId: 33,
+      type: 0,
+    });
+    const res = await call(node.url, "eth_sendRawTransaction", [raw]);
+    expect(res.error).toEqual({
+      code: -32010,
+      message: "intrinsic gas too low: have 20000, want 21000",
+    });
+    const used = await wallet.signTransaction({
+      to: TO,
+      value: 1n,
+      gasLimit: 21_000n,
+      gasPrice: 0n,
+      nonce: 0,
+      chainId: 33,
+      type: 0,
+    });
+    const reused = await call(node.url, "eth_sendRawTransaction", [used]);
+    expect(reused.error?.code).toBe(-32010);
+    expect(reused.error?.message).toMatch(/^nonce too low: /);
+  });
+});
+
+describe("state window (--state-window)", () => {
+  let node: RunningNode;
+  beforeAll(async () => {
+    node = await startNode({ network: "--devnet", args: ["--state-window", "4"] });
+    const provider = new JsonRpcProvider(node.url, 32, { staticNetwork: true, cacheTimeout: -1 });
+    const wallet = new Wallet(KEY0, provider);
+    for (let i = 0; i < 10; i++) await (await wallet.sendTransaction({ to: TO, value: 1n })).wait();
+    provider.destroy();
+  });
+  afterAll(async () => {
+    await node?.stop();
+  });
+
+  it("answers state reads and calls of the last blocks of the window", async () => {
+    // Head 10: blocks 7 to 10 keep their state.
+    expect(await result(node.url, "eth_blockNumber", [])).toBe("0xa");
+    expect(await result(node.url, "eth_getBalance", [TO, "0x7"])).toBe("0x7");
+    expect(await result(node.url, "eth_getBalance", [TO, "latest"])).toBe("0xa");
+    expect(await result(node.url, "eth_call", [{ to: TO }, "0x7"])).toBe("0x");
+  });
+
+  it("answers -32000 with the reason for the state of older blocks, and keeps their blocks", async () => {
+    const message =
+      "state of block 6 is pruned: this node keeps the state of the last 4 blocks (archive mode keeps all)";
+    for (const [method, params] of [
+      ["eth_getBalance", [TO, "0x6"]],
+      ["eth_getTransactionCount", [TO, "0x6"]],
+      ["eth_getCode", [TO, "0x6"]],
+      ["eth_getStorageAt", [TO, "0x0", "0x6"]],
+      ["eth_getProof", [TO, [], "0x6"]],
+      ["eth_call", [{ to: TO }, "0x6"]],
+      ["eth_estimateGas", [{ to: TO }, "0x6"]],
+    ] as const) {
+      const res = await call(node.url, method, [...params]);
+      expect(res.error, method).toEqual({ code: -32000, message });
+    }
+    const earliest = await call(node.url, "eth_getBalance", [TO, "earliest"]);
+    expect(earliest.error?.message).toMatch(/^state of block 0 is pruned/);
+    const block = (await result(node.url, "eth_getBlockByNumber", [quantity(1), true])) as {
+      transactions: unknown[];
+    };
+    expect(block.transactions).toHaveLength(1);
+  });
+
+  it("keeps the state of every block with --archive", async () => {
+    const archive = await startNode({ network: "--devnet", args: ["--archive"] });
+    try {
+      const provider = new JsonRpcProvider(archive.url, 32, {
+        staticNetwork: true,
+        cacheTimeout: -1,
+      });
+      const wallet = new Wallet(KEY0, provider);
+      for (let i = 0; i < 3; i++)
+        await (await wallet.sendTransaction({ to: TO, value: 1n })).wait();
+      provider.destroy();
+      expect(await result(archive.url, "eth_getBalance", [TO, "earliest"])).toBe("0x0");
+      expect(await result(archive.url, "eth_getBalance", [TO, "0x1"])).toBe("0x1");
+    } finally {
+      await archive.stop();
+    }
+  });
+});
