@@ -22,8 +22,15 @@ export function rlpDecode(bytes: Uint8Array, what: string): RLPItem {
   try {
     return decode(bytes) as Uint8Array | NestedUint8Array;
   } catch (err) {
-    throw new DecodeError(`invalid ${what}: ${(err as Error).message}`);
+    throw new DecodeError(`invalid ${what}: ${rlpReason((err as Error).message)}`);
   }
+}
+
+/** The decoder's reason in the client's terms: its out-of-bounds slice names its own internals. */
+function rlpReason(message: string): string {
+  return message.includes("(safeSlice)")
+    ? "invalid RLP: an item is longer than the data that holds it"
+    : message;
 }
 
 /** Minimal big-endian bytes of a non-negative integer; zero is the empty string. */

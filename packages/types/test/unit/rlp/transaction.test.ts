@@ -143,6 +143,11 @@ describe("legacy transactions", () => {
     ["a string", "0x83616263", "invalid transaction: expected a list, got a byte string"],
     ["truncated", EIP155_RAW.slice(0, -4), "invalid transaction:"],
     [
+      "an item that runs past the end",
+      "0xc980808094",
+      "invalid transaction: invalid RLP: an item is longer than the data that holds it",
+    ],
+    [
       "a leading zero in nonce",
       rlpHex([new Uint8Array([0, 9]), one, one, new Uint8Array(), one, one, one, one, one]),
       "invalid transaction nonce: integer has leading zero bytes",
