@@ -76,7 +76,15 @@ export const p = {
   storageKeys: required<Hash32[]>("storage keys", (v, arg) => {
     if (!Array.isArray(v))
       throw new CodecError(arg, `expected an array of storage keys, got ${jsonType(v)}`);
-    return v.map((key) => parseHash(key, arg));
+    return v.map((key, i) => {
+      try {
+        return parseData(key, arg, { size: 32, what: "storage key" }) as Hash32;
+      } catch (err) {
+        if (err instanceof CodecError)
+          throw new CodecError(arg, `storageKeys[${i}]: ${err.reason}`);
+        throw err;
+      }
+    });
   }),
   logFilter: required<LogFilter>("filter", (v, arg) => parseLogFilter(v, arg)),
 
