@@ -65,9 +65,9 @@ export function parseLogFilter(value: unknown, arg: number, allowBlockHash = tru
   let addresses: Address[] = [];
   if (present("address")) {
     const a = o.address;
-    addresses = nested("address", () =>
-      Array.isArray(a) ? a.map((item) => parseAddress(item, arg)) : [parseAddress(a, arg)],
-    );
+    addresses = Array.isArray(a)
+      ? a.map((item, i) => nested(`address[${i}]`, () => parseAddress(item, arg)))
+      : [nested("address", () => parseAddress(a, arg))];
   }
   let topics: (Hash32[] | null)[] = [];
   if (present("topics")) {
@@ -75,14 +75,14 @@ export function parseLogFilter(value: unknown, arg: number, allowBlockHash = tru
     if (!Array.isArray(t))
       throw new CodecError(arg, `topics: expected an array, got ${jsonType(t)}`);
     if (t.length > 4) throw new CodecError(arg, "topics: at most 4 positions");
-    topics = t.map((position, i) =>
-      nested(`topics[${i}]`, () => {
-        if (position === null) return null;
-        if (Array.isArray(position))
-          return position.length === 0 ? null : position.map((x) => parseHash(x, arg));
-        return [parseHash(position, arg)];
-      }),
-    );
+    topics = t.map((position, i) => {
+      if (position === null) return null;
+      if (Array.isArray(position)) {
+        if (position.length === 0) return null;
+        return position.map((x, j) => nested(`topics[${i}][${j}]`, () => parseHash(x, arg)));
+      }
+      return [nested(`topics[${i}]`, () => parseHash(position, arg))];
+    });
   }
   return { range, addresses, topics };
 }
