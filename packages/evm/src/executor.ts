@@ -1,5 +1,5 @@
 import { type Common, createCustomCommon, Hardfork, Mainnet } from "@ethereumjs/common";
-import { createEVM, type EVM, type EVMResult } from "@ethereumjs/evm";
+import { createEVM, type EVM, type EVMOpts, type EVMResult } from "@ethereumjs/evm";
 import { Account, Address as EJSAddress } from "@ethereumjs/util";
 import type { WorldState } from "@nodex/state";
 import {
@@ -15,11 +15,15 @@ import {
   type SignedTransaction,
 } from "@nodex/types";
 import { logsBloom } from "./bloom.js";
+import { CallStateManager, CodeByHash } from "./callState.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
+import { installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 
 /** The Ethereum fork whose opcodes and precompiles the chain runs (PUSH0, MCOPY, transient storage). */
 export const EVM_HARDFORK = Hardfork.Cancun;
+
+type EVMStateManager = NonNullable<EVMOpts["stateManager"]>;
 
 /** EIP-3860: the largest init code a creation may carry. */
 export const MAX_INITCODE_SIZE = 49_152;
@@ -33,6 +37,12 @@ const TX_DATA_NONZERO_GAS = 16n;
 const INITCODE_WORD_GAS = 2n;
 /** EIP-3529: refunds are capped at a fifth of the gas used. */
 const MAX_REFUND_QUOTIENT = 5n;
+
+/** An EVM for calls on one state, with the overlay that holds the call's writes. */
+interface CallContext {
+  readonly evm: EVM;
+  readonly overlay: CallStateManager;
+}
 
 /** The block a transaction or call runs in. */
 export interface BlockContext {
@@ -98,6 +108,9 @@ export function intrinsicGas(tx: {
 export class Executor {
   readonly common: Common;
   readonly #evms = new WeakMap<WorldState, Promise<EVM>>();
+  /** Idle call contexts of each state: one per call running at once on that state. */
+  readonly #callContexts = new WeakMap<WorldState, CallContext[]>();
+  readonly #code = new CodeByHash();
 
   constructor(network: NetworkPreset) {
     this.common = createCustomCommon(
@@ -110,15 +123,40 @@ export class Executor {
   #evmFor(state: WorldState): Promise<EVM> {
     let evm = this.#evms.get(state);
     if (evm === undefined) {
-      evm = createEVM({
-        common: this.common,
-        stateManager: state.manager,
-        // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
-        customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
-      });
+      evm = this.#createEVM(state.manager);
       this.#evms.set(state, evm);
     }
     return evm;
+  }
+
+  async #createEVM(stateManager: EVMStateManager): Promise<EVM> {
+    const evm = await createEVM({
+      common: this.common,
+      stateManager,
+      // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
+      customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
+    });
+    await installJumpAnalysisCache(evm);
+    return evm;
+  }
+
+  /** An idle call context of `state`, made when every one is busy. Give it back with `#release`. */
+  async #acquire(state: WorldState): Promise<CallContext> {
+    let idle = this.#callContexts.get(state);
+    if (idle === undefined) {
+      idle = [];
+      this.#callContexts.set(state, idle);
+    }
+    const context = idle.pop();
+    if (context !== undefined) return context;
+    const overlay = new CallStateManager(state.manager, this.#code);
+    return { evm: await this.#createEVM(overlay), overlay };
+  }
+
+  #release(state: WorldState, context: CallContext): void {
+    context.evm.journal.cleanJournal();
+    context.overlay.reset();
+    this.#callContexts.get(state)?.push(context);
   }
 
   /**
@@ -243,27 +281,32 @@ export class Executor {
   /**
    * Runs a call on `state` and throws its changes away. Balance is not checked (the call pays
    * nothing); the nonce is the sender's own.
+   *
+   * The call runs on an overlay of `state` (`CallStateManager`): its writes never reach `state`,
+   * which is only read, so `state`'s caches stay warm for the next call. Calls may run
+   * concurrently on one state, each on a context of its own.
    */
   async call(state: WorldState, req: CallRequest, block: BlockContext): Promise<CallOutcome> {
-    const evm = await this.#evmFor(state);
     const fromBytes = req.from ?? (new Uint8Array(20) as Address);
-    const caller = new EJSAddress(fromBytes);
     const data = req.data ?? new Uint8Array();
     const intrinsic = intrinsicGas({ to: req.to, data });
     const gas = req.gas ?? block.gasLimit;
-    await state.manager.checkpoint();
+    if (gas < intrinsic) {
+      return {
+        success: false,
+        returnValue: new Uint8Array(),
+        gasUsed: gas,
+        error: "out of gas",
+        revertReason: undefined,
+      };
+    }
+    const context = await this.#acquire(state);
+    const evm = context.evm;
     try {
-      await evm.journal.cleanup();
+      evm.journal.cleanJournal();
+      context.overlay.reset();
       this.#warm(evm, fromBytes, req.to, block.coinbase);
-      if (gas < intrinsic) {
-        return {
-          success: false,
-          returnValue: new Uint8Array(),
-          gasUsed: gas,
-          error: "out of gas",
-          revertReason: undefined,
-        };
-      }
+      const caller = new EJSAddress(fromBytes);
       const result = await evm.runCall({
         block: evmBlock(block),
         gasPrice: req.gasPrice ?? 0n,
@@ -285,7 +328,7 @@ export class Executor {
           error === "revert" ? decodeRevertReason(result.execResult.returnValue) : undefined,
       };
     } finally {
-      await state.manager.revert();
+      this.#release(state, context);
     }
   }
 

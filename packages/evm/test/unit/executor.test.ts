@@ -310,6 +310,127 @@ describe("Executor.call", () => {
   });
 });
 
+/**
+ * Runtime that calls itself twice: once on a path that writes and reverts, once on a path that
+ * writes and returns; then returns slots 0 and 1. Expected: slot 0 = 1 + 10, slot 1 = 3.
+ */
+const NESTED_RUNTIME = hexToBytes(
+  `0x${[
+    "36604057", // CALLDATASIZE PUSH1 inner JUMPI
+    "6001600055", // SSTORE(0, 1)
+    "6001600053", // MSTORE8(0, 1)
+    "60006000600160006000305af150", // CALL(gas, self, 0, 0, 1, 0, 0); POP
+    "6002600053", // MSTORE8(0, 2)
+    "60006000600160006000305af150", // the same call
+    "600054600052600154602052", // MSTORE(0, SLOAD(0)); MSTORE(32, SLOAD(1))
+    "60406000f3", // RETURN(0, 64)
+    "5b60003560f81c", // inner: JUMPDEST; the first byte of calldata
+    "600114605c57", // == 1 -> revert path
+    "6003600155", // SSTORE(1, 3)
+    "600054600a0160005500", // SSTORE(0, SLOAD(0) + 10); STOP
+    "5b", // revert path: JUMPDEST
+    "60026000556005600155", // SSTORE(0, 2); SSTORE(1, 5)
+    "60006000fd", // REVERT(0, 0)
+  ].join("")}`,
+);
+
+/** Runtime that stores its 32-byte calldata, if any, in slot 0 and returns slot 0. */
+const STORE_RUNTIME = hexToBytes(
+  `0x${[
+    "3615600b57", // CALLDATASIZE ISZERO PUSH1 read JUMPI
+    "600035600055", // SSTORE(0, CALLDATALOAD(0))
+    "5b600054600052", // read: JUMPDEST; MSTORE(0, SLOAD(0))
+    "60206000f3", // RETURN(0, 32)
+  ].join("")}`,
+);
+
+const word = (n: bigint) => hexToBytes(`0x${n.toString(16).padStart(64, "0")}`);
+
+describe("Executor.call on its overlay", () => {
+  async function deploy(runtime: Uint8Array, nonce = 0n): Promise<Address> {
+    const out = await executor.executeTransaction(
+      state,
+      tx({ data: deployCode(runtime) }, nonce),
+      BLOCK,
+      0n,
+    );
+    expect(out.status).toBe(1);
+    return out.contractAddress!;
+  }
+
+  it("sees its own writes, undoes a reverted frame's, and uses the gas a transaction uses", async () => {
+    const address = await deploy(NESTED_RUNTIME);
+    const root = await state.commit();
+    const expected = `0x${"00".repeat(31)}0b${"00".repeat(31)}03`;
+    const first = await executor.call(state, { to: address, from: alice!.address }, BLOCK);
+    expect(first.success).toBe(true);
+    expect(bytesToHex(first.returnValue)).toBe(expected);
+    // nothing reached the state, and the next call starts afresh
+    expect(await state.getStorage(address, new Uint8Array(32))).toEqual(new Uint8Array(32));
+    const second = await executor.call(state, { to: address, from: alice!.address }, BLOCK);
+    expect(bytesToHex(second.returnValue)).toBe(expected);
+    expect(second.gasUsed).toBe(first.gasUsed);
+    expect(await state.commit()).toEqual(root);
+
+    const sent = await executor.executeTransaction(state, tx({ to: address }, 1n), BLOCK, 0n);
+    expect(sent.status).toBe(1);
+    expect(bytesToHex(sent.returnValue)).toBe(expected);
+    expect(sent.gasUsed).toBe(first.gasUsed);
+  });
+
+  it("sees the state's changes made after earlier calls", async () => {
+    const address = await deploy(STORE_RUNTIME);
+    const read = async () =>
+      bytesToHex((await executor.call(state, { to: address }, BLOCK)).returnValue);
+    expect(await read()).toBe(bytesToHex(word(0n)));
+    const wrote = await executor.call(state, { to: address, data: word(7n) }, BLOCK);
+    expect(bytesToHex(wrote.returnValue)).toBe(bytesToHex(word(7n)));
+    expect(await read()).toBe(bytesToHex(word(0n)));
+    await executor.executeTransaction(state, tx({ to: address, data: word(9n) }, 1n), BLOCK, 0n);
+    expect(await read()).toBe(bytesToHex(word(9n)));
+    await state.commit();
+    expect(await read()).toBe(bytesToHex(word(9n)));
+  });
+
+  it("runs calls on one state at the same time, each on its own writes", async () => {
+    const address = await deploy(STORE_RUNTIME);
+    const values = [1n, 2n, 3n, 4n, 5n, 6n];
+    const outs = await Promise.all(
+      values.map((v) => executor.call(state, { to: address, data: word(v) }, BLOCK)),
+    );
+    expect(outs.map((o) => bytesToHex(o.returnValue))).toEqual(
+      values.map((v) => bytesToHex(word(v))),
+    );
+    expect(await state.getStorage(address, new Uint8Array(32))).toEqual(new Uint8Array(32));
+  });
+
+  it("creates a contract when `to` is null, and keeps nothing of it", async () => {
+    const out = await executor.call(
+      state,
+      { to: null, from: alice!.address, data: deployCode(LOGGING_RUNTIME) },
+      BLOCK,
+    );
+    expect(out.success).toBe(true);
+    expect(out.returnValue).toEqual(LOGGING_RUNTIME);
+    expect(await state.getCode(contractAddress(alice!.address, 0n))).toEqual(new Uint8Array());
+    expect(await state.getNonce(alice!.address)).toBe(0n);
+  });
+
+  it("reports running out of gas, an invalid opcode and too little gas as before", async () => {
+    const address = await deploy(LOGGING_RUNTIME);
+    const oog = await executor.call(state, { to: address, gas: 21_100n }, BLOCK);
+    expect(oog).toMatchObject({ success: false, error: "out of gas", gasUsed: 21_100n });
+    const invalid = await deploy(new Uint8Array([0x60, 0x01, 0xfe]), 1n);
+    const bad = await executor.call(state, { to: invalid, gas: 50_000n }, BLOCK);
+    expect(bad).toMatchObject({ success: false, error: "invalid opcode", gasUsed: 50_000n });
+    const short = await executor.call(state, { to: address, gas: 20_000n }, BLOCK);
+    expect(short).toMatchObject({ success: false, error: "out of gas", gasUsed: 20_000n });
+    // and a good call after them still works
+    const ok = await executor.call(state, { to: address }, BLOCK);
+    expect(bytesToHex(ok.returnValue)).toBe(`0x${"00".repeat(31)}2a`);
+  });
+});
+
 describe("precompiles", () => {
   it("has Ethereum's 0x01–0x09 and not Cancun's 0x0a", async () => {
     const at = (n: number) =>
