@@ -38,6 +38,10 @@ import { genesisHeader, writeGenesisState } from "./genesis.js";
 const HEAD_KEY = new TextEncoder().encode("head");
 /** Decoded blocks kept in memory. */
 const BLOCK_CACHE = 256;
+/** Decoded receipt lists kept in memory (eth_getLogs reads them block by block). */
+const RECEIPTS_CACHE = 1024;
+/** Canonical number → hash entries kept in memory. */
+const CANONICAL_CACHE = 8192;
 
 /** A block of the chain with what the store knows of it. */
 export interface StoredBlock {
@@ -96,6 +100,13 @@ export class Chain {
   #headState: { store: NodeStore; state: WorldState; root: string } | undefined;
   /** Recently used blocks by hash: reading a block recovers every sender, which is slow. */
   readonly #blocks = new Map<string, StoredBlock>();
+  /** Receipts of recently used blocks by block hash. */
+  readonly #receipts = new Map<string, Receipt[]>();
+  /**
+   * Canonical hashes by number. Entries are set when a block becomes canonical; a change of
+   * the canonical chain must replace the entries of the blocks it changes.
+   */
+  readonly #canonical = new Map<bigint, Uint8Array>();
   /** Trie nodes read from disk, shared by every state this chain opens. */
   readonly #nodes = new NodeCache();
 
@@ -157,9 +168,7 @@ export class Chain {
   }
 
   #remember(key: string, stored: StoredBlock): void {
-    if (this.#blocks.size >= BLOCK_CACHE)
-      this.#blocks.delete(this.#blocks.keys().next().value as string);
-    this.#blocks.set(key, stored);
+    remember(this.#blocks, key, stored, BLOCK_CACHE);
   }
 
   async #readBlock(hash: Uint8Array): Promise<StoredBlock | undefined> {
@@ -180,7 +189,11 @@ export class Chain {
 
   async getCanonicalHash(number: bigint): Promise<Uint8Array | undefined> {
     if (number < 0n || number > this.#head.block.header.number) return undefined;
-    return this.#db.get(Bucket.CANONICAL, numberKey(number));
+    const cached = this.#canonical.get(number);
+    if (cached !== undefined) return cached;
+    const hash = await this.#db.get(Bucket.CANONICAL, numberKey(number));
+    if (hash !== undefined) remember(this.#canonical, number, hash, CANONICAL_CACHE);
+    return hash;
   }
 
   async getBlockByNumber(number: bigint): Promise<StoredBlock | undefined> {
@@ -188,9 +201,16 @@ export class Chain {
     return hash === undefined ? undefined : this.getBlockByHash(hash);
   }
 
-  async getReceipts(blockHash: Uint8Array): Promise<Receipt[] | undefined> {
+  /** The receipts of a block, in transaction order. The array is shared: do not change it. */
+  async getReceipts(blockHash: Uint8Array): Promise<readonly Receipt[] | undefined> {
+    const key = bytesToHex(blockHash);
+    const cached = this.#receipts.get(key);
+    if (cached !== undefined) return cached;
     const bytes = await this.#db.get(Bucket.RECEIPTS, blockHash);
-    return bytes === undefined ? undefined : decodeReceiptList(bytes);
+    if (bytes === undefined) return undefined;
+    const receipts = decodeReceiptList(bytes);
+    remember(this.#receipts, key, receipts, RECEIPTS_CACHE);
+    return receipts;
   }
 
   async getTransactionLocation(txHash: Uint8Array): Promise<TransactionLocation | undefined> {
@@ -318,6 +338,8 @@ export class Chain {
     this.#head = stored;
     this.#headState = { store, state, root: bytesToHex(stateRoot) };
     this.#remember(bytesToHex(hash), stored);
+    remember(this.#canonical, header.number, hash, CANONICAL_CACHE);
+    remember(this.#receipts, bytesToHex(hash), receipts, RECEIPTS_CACHE);
     this.#log.info("Mined block", {
       number: header.number,
       hash: bytesToHex(hash),
@@ -400,6 +422,12 @@ function blockWrites(
   });
   ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash });
   return ops;
+}
+
+/** Puts `value` in `cache`, first dropping the oldest entry when it holds `max`. */
+function remember<K, V>(cache: Map<K, V>, key: K, value: V, max: number): void {
+  if (cache.size >= max && !cache.has(key)) cache.delete(cache.keys().next().value as K);
+  cache.set(key, value);
 }
 
 function numberKey(number: bigint): Uint8Array {

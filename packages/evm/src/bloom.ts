@@ -24,12 +24,32 @@ export function orBloom(bloom: Uint8Array, other: Uint8Array): void {
   for (let i = 0; i < 256; i++) bloom[i]! |= other[i]!;
 }
 
-/** Whether `value` may be in `bloom` (false means it certainly is not). */
-export function bloomMayContain(bloom: Uint8Array, value: Uint8Array): boolean {
+/**
+ * Where a value's three bits sit in any bloom: byte index and mask, three times. Computing
+ * them once saves a keccak256 for each bloom tested (eth_getLogs tests one per block).
+ */
+export type BloomBits = readonly [number, number, number, number, number, number];
+
+export function bloomBits(value: Uint8Array): BloomBits {
   const hash = keccak256(value);
+  const out: number[] = [];
   for (let i = 0; i < 6; i += 2) {
     const bit = ((hash[i]! << 8) | hash[i + 1]!) & 2047;
-    if ((bloom[256 - 1 - (bit >> 3)]! & (1 << (bit & 7))) === 0) return false;
+    out.push(256 - 1 - (bit >> 3), 1 << (bit & 7));
   }
-  return true;
+  return out as unknown as BloomBits;
+}
+
+/** Whether the value of `bits` may be in `bloom` (false means it certainly is not). */
+export function bloomHasBits(bloom: Uint8Array, bits: BloomBits): boolean {
+  return (
+    (bloom[bits[0]]! & bits[1]) !== 0 &&
+    (bloom[bits[2]]! & bits[3]) !== 0 &&
+    (bloom[bits[4]]! & bits[5]) !== 0
+  );
+}
+
+/** Whether `value` may be in `bloom` (false means it certainly is not). */
+export function bloomMayContain(bloom: Uint8Array, value: Uint8Array): boolean {
+  return bloomHasBits(bloom, bloomBits(value));
 }

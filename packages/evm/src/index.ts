@@ -1,4 +1,11 @@
-export { bloomMayContain, logsBloom, orBloom } from "./bloom.js";
+export {
+  type BloomBits,
+  bloomBits,
+  bloomHasBits,
+  bloomMayContain,
+  logsBloom,
+  orBloom,
+} from "./bloom.js";
 export { ExecutionError, ExecutionErrorCode } from "./errors.js";
 export {
   type BlockContext,

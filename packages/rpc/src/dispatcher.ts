@@ -2,6 +2,7 @@ import type { Logger } from "@nodex/types";
 import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 import { decodeParams } from "./params.js";
 import type { MethodRegistry } from "./registry.js";
+import { RawJson } from "./results.js";
 import type { CallContext, RPCServices } from "./services.js";
 
 export type RequestId = string | number | null;
@@ -158,7 +159,8 @@ export class Dispatcher {
     if (call.notification) return undefined;
     let json: string;
     try {
-      json = JSON.stringify(encode(value as never));
+      const encoded = encode(value as never);
+      json = encoded instanceof RawJson ? encoded.text : JSON.stringify(encoded);
     } catch (err) {
       return this.#failure(call, err);
     }

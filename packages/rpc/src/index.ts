@@ -33,7 +33,7 @@ export type {
 } from "./registry.js";
 export { defineModule, MethodRegistry, method } from "./registry.js";
 export type { ResultEncoder } from "./results.js";
-export { r } from "./results.js";
+export { RawJson, r } from "./results.js";
 export type { RPCServer, RPCServerDeps } from "./server.js";
 export { createRPCServer } from "./server.js";
 export type {

@@ -1,6 +1,12 @@
 import type { Chain, MinedBlock, StoredBlock } from "@nodex/chain";
 import type { CallOutcome, CallRequest, Executor } from "@nodex/evm";
-import { bloomMayContain, ExecutionErrorCode, intrinsicGas } from "@nodex/evm";
+import {
+  type BloomBits,
+  bloomBits,
+  bloomHasBits,
+  ExecutionErrorCode,
+  intrinsicGas,
+} from "@nodex/evm";
 import type { WorldState } from "@nodex/state";
 import {
   type Address,
@@ -334,6 +340,10 @@ export class Ledger {
   /** The logs `filter` selects, in chain order. */
   async getLogs(filter: LogFilter): Promise<FoundLog[]> {
     const found: FoundLog[] = [];
+    const bits: FilterBits = {
+      addresses: filter.addresses.map(bloomBits),
+      topics: filter.topics.map((position) => position?.map(bloomBits) ?? null),
+    };
     if ("blockHash" in filter.range) {
       const block = await this.chain.getBlockByHash(filter.range.blockHash);
       if (block === undefined) {
@@ -342,7 +352,7 @@ export class Ledger {
           `block ${bytesToHex(filter.range.blockHash)} not found`,
         );
       }
-      await this.#collectLogs(block, filter, found);
+      await this.#collectLogs(block, filter, bits, found);
       return found;
     }
     const head = this.chain.head.block.header.number;
@@ -357,7 +367,7 @@ export class Ledger {
     const capped = to - from + 1n > LOGS_UNCAPPED_RANGE;
     for (let n = from; n <= to && n <= head; n++) {
       const block = await this.chain.getBlockByNumber(n);
-      if (block !== undefined) await this.#collectLogs(block, filter, found);
+      if (block !== undefined) await this.#collectLogs(block, filter, bits, found);
       if (capped && found.length > LOGS_CAP) {
         throw new RPCError(
           RPCErrorCode.LOGS_LIMIT,
@@ -375,12 +385,16 @@ export class Ledger {
     return block === null ? head : block.block.header.number;
   }
 
-  async #collectLogs(block: StoredBlock, filter: LogFilter, out: FoundLog[]): Promise<void> {
+  async #collectLogs(
+    block: StoredBlock,
+    filter: LogFilter,
+    bits: FilterBits,
+    out: FoundLog[],
+  ): Promise<void> {
     const bloom = block.block.header.logsBloom;
-    if (filter.addresses.length > 0 && !filter.addresses.some((a) => bloomMayContain(bloom, a)))
-      return;
-    for (const position of filter.topics) {
-      if (position !== null && !position.some((t) => bloomMayContain(bloom, t))) return;
+    if (bits.addresses.length > 0 && !bits.addresses.some((a) => bloomHasBits(bloom, a))) return;
+    for (const position of bits.topics) {
+      if (position !== null && !position.some((t) => bloomHasBits(bloom, t))) return;
     }
     const receipts = await this.chain.getReceipts(block.hash);
     if (receipts === undefined) return;
@@ -420,6 +434,12 @@ export class Ledger {
     for (let i = 0; i < found.index; i++) firstLogIndex += receipts[i]!.logs.length;
     return { ...found, receipt, gasUsed: receipt.cumulativeGasUsed - previous, firstLogIndex };
   }
+}
+
+/** A log filter's addresses and topics as bloom bits, computed once per query. */
+interface FilterBits {
+  readonly addresses: readonly BloomBits[];
+  readonly topics: readonly (readonly BloomBits[] | null)[];
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

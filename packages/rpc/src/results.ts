@@ -5,6 +5,18 @@ export type ResultEncoder<T> = (value: T) => unknown;
 
 const identity = <T>(value: T): T => value;
 
+/**
+ * A result already serialized: the dispatcher puts `text` in the response as it is. For results
+ * built from cached pieces of JSON (the logs of a block never change).
+ */
+export class RawJson {
+  readonly text: string;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 /** Result encoders for the value types of the spec. */
 export const r = {
   quantity: ((value: bigint | number) => encodeQuantity(value)) as ResultEncoder<bigint | number>,
@@ -13,6 +25,8 @@ export const r = {
   string: identity as ResultEncoder<string>,
   /** A value that already has its JSON form. */
   json: identity as ResultEncoder<unknown>,
+  /** Text that is already JSON. */
+  raw: identity as ResultEncoder<RawJson>,
 
   array<T>(item: ResultEncoder<T>): ResultEncoder<readonly T[]> {
     return (values) => values.map(item);

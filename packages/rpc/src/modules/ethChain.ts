@@ -1,10 +1,10 @@
 import type { StoredBlock } from "@nodex/chain";
 import { BlockTag, bytesToHex, headerHash } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "../errors.js";
-import type { Ledger } from "../ledger.js";
+import type { FoundLog, Ledger } from "../ledger.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
-import { r } from "../results.js";
+import { RawJson, r } from "../results.js";
 import { formatBlock, formatLog, formatProof, formatReceipt, formatTransaction } from "./format.js";
 
 /** Block objects by hash and form: a block never changes once it has its hash. */
@@ -25,6 +25,34 @@ class BlockJsonCache {
 }
 
 const BLOCK_JSON_CACHE = 256;
+
+/**
+ * Serialized log objects by block and position, kept while the block object is (the chain
+ * caches recently used blocks): a log of a block never changes, so neither does its JSON.
+ */
+class LogJsonCache {
+  readonly #byBlock = new WeakMap<StoredBlock, string[]>();
+
+  /** The JSON array of `logs`. */
+  serialize(logs: readonly FoundLog[]): RawJson {
+    const parts: string[] = new Array(logs.length);
+    for (let i = 0; i < logs.length; i++) {
+      const found = logs[i]!;
+      let ofBlock = this.#byBlock.get(found.block);
+      if (ofBlock === undefined) {
+        ofBlock = [];
+        this.#byBlock.set(found.block, ofBlock);
+      }
+      let text = ofBlock[found.logIndex];
+      if (text === undefined) {
+        text = JSON.stringify(formatLog(found));
+        ofBlock[found.logIndex] = text;
+      }
+      parts[i] = text;
+    }
+    return new RawJson(`[${parts.join(",")}]`);
+  }
+}
 
 function transactionAt(found: StoredBlock, index: bigint): Record<string, unknown> | null {
   const tx =
@@ -56,6 +84,7 @@ const REVERT_PREFIX = "VM Exception while processing transaction: ";
 export function ethChainModule(ledger: Ledger) {
   const stateAt = p.optional(p.blockSelector, LATEST);
   const blocks = new BlockJsonCache();
+  const logJson = new LogJsonCache();
   return defineModule("eth", {
     getBalance: method({
       params: [p.address, stateAt],
@@ -195,8 +224,8 @@ export function ethChainModule(ledger: Ledger) {
     }),
     getLogs: method({
       params: [p.logFilter],
-      result: r.json,
-      handler: async (_s, [filter]) => (await ledger.getLogs(filter)).map(formatLog),
+      result: r.raw,
+      handler: async (_s, [filter]) => logJson.serialize(await ledger.getLogs(filter)),
     }),
     estimateGas: method({
       params: [p.callObject, stateAt],

@@ -1,6 +1,14 @@
 import { NodexError } from "@nodex/types";
 import { describe, expect, it } from "vitest";
-import { Dispatcher, defineModule, MethodRegistry, method, p, r } from "../../src/index.js";
+import {
+  Dispatcher,
+  defineModule,
+  MethodRegistry,
+  method,
+  p,
+  RawJson,
+  r,
+} from "../../src/index.js";
 import { fakeServices, logger } from "./fixtures.js";
 
 const test = defineModule("debug", {
@@ -40,6 +48,11 @@ const test = defineModule("debug", {
     params: [p.quantity],
     result: r.string,
     handler: (_s, [n]) => "x".repeat(Number(n)),
+  }),
+  raw: method({
+    params: [p.quantity],
+    result: r.raw,
+    handler: (_s, [n]) => new RawJson(`[${Array(Number(n)).fill('"xx"').join(",")}]`),
   }),
 });
 
@@ -140,6 +153,13 @@ describe("Dispatcher", () => {
       code: -32011,
       message: "response size limit of 1000 bytes exceeded",
     });
+  });
+
+  it("puts a serialized result in the response as it is, within the size limit", async () => {
+    const d = dispatcher({ maxResponseBytes: 1000 });
+    expect((await run(d, req("debug_raw", ["0x3"]))).result).toEqual(["xx", "xx", "xx"]);
+    expect((await run(d, req("debug_raw", ["0x0"]))).result).toEqual([]);
+    expect((await run(d, req("debug_raw", ["0x190"]))).error?.code).toBe(-32011);
   });
 
   it("counts the response size limit across a batch", async () => {
