@@ -28,8 +28,13 @@ export class Database {
     return new Database(level);
   }
 
+  /**
+   * Reads on the calling thread: a read served by LevelDB's block cache or the OS page cache
+   * takes microseconds, less than the round trip through libuv's thread pool that an
+   * asynchronous read costs.
+   */
   async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
-    const value = await this.#level.get(bucketKey(bucket, key));
+    const value = this.#level.getSync(bucketKey(bucket, key));
     // LevelDB hands back Buffers; callers get plain Uint8Array views of the same memory.
     return value === undefined
       ? undefined
