@@ -17,7 +17,8 @@ import {
 import { logsBloom } from "./bloom.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
-import { installJumpAnalysisCache } from "./jumpAnalysis.js";
+import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
+import { installLeanRunInterpreter } from "./leanInterpreter.js";
 import { decodeRevertReason } from "./revert.js";
 
 /** The Ethereum fork whose opcodes and precompiles the chain runs (PUSH0, MCOPY, transient storage). */
@@ -136,7 +137,11 @@ export class Executor {
       // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
-    await installJumpAnalysisCache(evm);
+    const Interpreter = await findInterpreter(evm);
+    if (Interpreter !== undefined) {
+      installJumpAnalysisCache(Interpreter);
+      installLeanRunInterpreter(evm, Interpreter);
+    }
     return evm;
   }
 

@@ -15,6 +15,18 @@ interface InterpreterLike {
 const installed = new WeakSet<object>();
 
 /**
+ * The `Interpreter` class of `@ethereumjs/evm`, which the package does not export: found through
+ * the `runState` of one tiny run of `evm` (with the library's own `runInterpreter`).
+ */
+export async function findInterpreter(
+  evm: EVM,
+): Promise<(abstract new (...args: never[]) => object) | undefined> {
+  const result = await evm.runCode({ code: Uint8Array.of(0x00), gasLimit: 100n });
+  const interpreter = (result.runState as { interpreter?: object } | undefined)?.interpreter;
+  return interpreter?.constructor as (abstract new (...args: never[]) => object) | undefined;
+}
+
+/**
  * Makes `@ethereumjs/evm` reuse its jump-destination analysis (valid JUMPDESTs, PUSH values,
  * opcode table per byte) instead of redoing it on every message: results are kept per opcode
  * table (one per EVM) and per code array, so the same code array run again by the same EVM is
@@ -22,14 +34,11 @@ const installed = new WeakSet<object>();
  * what makes calls hit. The analysis is a pure function of those two, and the interpreter
  * only reads it.
  *
- * `Interpreter` is not exported by the package; its prototype is found through the `runState`
- * of one tiny run of `evm`. Installing twice is harmless.
+ * `Interpreter` is the class `findInterpreter` returns. Installing twice is harmless.
  */
-export async function installJumpAnalysisCache(evm: EVM): Promise<void> {
-  const result = await evm.runCode({ code: Uint8Array.of(0x00), gasLimit: 100n });
-  const interpreter = (result.runState as { interpreter?: object } | undefined)?.interpreter;
-  const proto = interpreter === undefined ? undefined : Object.getPrototypeOf(interpreter);
-  if (proto === undefined || installed.has(proto)) return;
+export function installJumpAnalysisCache(Interpreter: { readonly prototype: object }): void {
+  const proto = Interpreter.prototype;
+  if (installed.has(proto)) return;
   const analyse = (proto as InterpreterLike)._getValidJumpDestinations;
   if (typeof analyse !== "function") return;
   installed.add(proto);
