@@ -73,6 +73,17 @@ export interface MineOptions {
   readonly timestamp?: bigint;
 }
 
+/**
+ * Completes a built block with its proof of work: the merged-mining fields of the header. Block
+ * production calls it once per block, after the state and every root are final.
+ */
+export interface BlockSealer {
+  seal(header: BlockHeader): Promise<BlockHeader>;
+}
+
+/** Leaves the merged-mining fields empty: blocks of development networks, until proofs exist. */
+export const UNSEALED: BlockSealer = { seal: async (header) => header };
+
 export interface ChainDeps {
   readonly db: Database;
   readonly executor: Executor;
@@ -82,6 +93,8 @@ export interface ChainDeps {
    * every `stateWindow` blocks. `undefined` keeps the state of every block (archive).
    */
   readonly stateWindow?: number;
+  /** Seals the blocks this chain builds; `UNSEALED` when absent. */
+  readonly sealer?: BlockSealer;
 }
 
 /**
@@ -94,6 +107,7 @@ export class Chain {
   readonly #executor: Executor;
   readonly #log: Logger;
   readonly #stateWindow: number | undefined;
+  readonly #sealer: BlockSealer;
   #head: StoredBlock;
   #queue: Promise<unknown> = Promise.resolve();
   /** The state after the head, kept for building the next block (with its caches and EVM). */
@@ -116,6 +130,7 @@ export class Chain {
     this.#executor = deps.executor;
     this.#log = deps.logger;
     this.#stateWindow = deps.stateWindow;
+    this.#sealer = deps.sealer ?? UNSEALED;
     if (this.#stateWindow !== undefined && !(this.#stateWindow >= 1))
       throw new RangeError(`state window must be at least 1 block, got ${this.#stateWindow}`);
     this.#head = head;
@@ -304,7 +319,7 @@ export class Chain {
       }
     }
     const stateRoot = await state.commit();
-    const header: BlockHeader = {
+    const header = await this.#sealer.seal({
       parentHash: parent.hash,
       unclesHash: unclesHash([]),
       coinbase: opts.coinbase,
@@ -325,7 +340,7 @@ export class Chain {
       bitcoinMergedMiningHeader: new Uint8Array(),
       bitcoinMergedMiningMerkleProof: new Uint8Array(),
       bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
-    };
+    });
     const block: Block = { header, transactions: included, uncles: [] };
     const hash = headerHash(header);
     const totalDifficulty = parent.totalDifficulty + header.difficulty;

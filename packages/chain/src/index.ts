@@ -1,4 +1,5 @@
 export {
+  type BlockSealer,
   Chain,
   type ChainDeps,
   type MinedBlock,
@@ -6,6 +7,7 @@ export {
   type RejectedTransaction,
   type StoredBlock,
   type TransactionLocation,
+  UNSEALED,
 } from "./chain.js";
 export { ChainError, ChainErrorCode } from "./errors.js";
 export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis.js";

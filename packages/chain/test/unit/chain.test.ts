@@ -149,4 +149,27 @@ describe("Chain", () => {
     const state = await chain.stateAt(genesis!.block.header);
     expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE);
   });
+
+  it("has each block it builds sealed by its sealer, and hashes and stores the sealed header", async () => {
+    const proofHeader = new Uint8Array(80).fill(7);
+    const seen: bigint[] = [];
+    const chain = await Chain.open(network, {
+      db,
+      executor,
+      logger: nullLogger,
+      sealer: {
+        seal: async (header) => {
+          seen.push(header.number);
+          return { ...header, bitcoinMergedMiningHeader: proofHeader };
+        },
+      },
+    });
+    const mined = await chain.mine([transfer(0n, 1n)], { coinbase: MINER });
+    expect(seen).toEqual([1n]);
+    expect(mined.block.header.bitcoinMergedMiningHeader).toEqual(proofHeader);
+    expect(mined.hash).toEqual(headerHash(mined.block.header));
+    expect(chain.head.hash).toEqual(mined.hash);
+    const stored = await chain.getBlockByNumber(1n);
+    expect(stored?.block.header.bitcoinMergedMiningHeader).toEqual(proofHeader);
+  });
 });
