@@ -1,0 +1,37 @@
+import { createMPT } from "@ethereumjs/mpt";
+import { RLP } from "@ethereumjs/rlp";
+import { bytesToHex, hexToBytes } from "@nodex/types";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { EMPTY_TRIE_ROOT, orderedTrieRoot } from "../../src/index.js";
+
+async function mptRoot(values: readonly Uint8Array[]): Promise<Uint8Array> {
+  const trie = await createMPT();
+  for (let i = 0; i < values.length; i++) await trie.put(RLP.encode(i), values[i]!);
+  return trie.root();
+}
+
+describe("orderedTrieRoot", () => {
+  it("is the empty trie root for no values", async () => {
+    expect(await orderedTrieRoot([])).toEqual(EMPTY_TRIE_ROOT);
+  });
+
+  it("hashes a block of one real transaction (EIP-155's signed example) as the trie does", async () => {
+    const tx = hexToBytes(
+      "0xf86c098504a817c800825208943535353535353535353535353535353535353535880de0b6b3a76400008025a028ef61340bd939bc2195fe537567866003e1a15d3c71ff63e1590620aa636276a067cbe9d8997f761aecb703304b3800ccf555c9f3dc64214b297fb1966a3b6d83",
+    );
+    expect(bytesToHex(await orderedTrieRoot([tx]))).toBe(bytesToHex(await mptRoot([tx])));
+  });
+
+  it("gives the trie's root for any values, one or many", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: 120 }), { minLength: 1, maxLength: 5 }),
+        async (values) => {
+          expect(await orderedTrieRoot(values)).toEqual(await mptRoot(values));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
