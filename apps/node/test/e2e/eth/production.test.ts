@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { JsonRpcProvider, Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, type RunningNode, startNode } from "../helpers/node.js";
@@ -160,6 +163,76 @@ describe("state window (--state-window)", () => {
       expect(await result(archive.url, "eth_getBalance", [TO, "0x1"])).toBe("0x1");
     } finally {
       await archive.stop();
+    }
+  });
+});
+
+describe("kill -9 during a stream of blocks with a state window", () => {
+  it("restarts at the last complete block with its state, receipts and the window's states", async () => {
+    const datadir = mkdtempSync(join(tmpdir(), "nodex-kill-"));
+    const wallet = new Wallet(KEY0);
+    const raws: string[] = [];
+    for (let nonce = 0; nonce < 400; nonce++) {
+      raws.push(
+        await wallet.signTransaction({
+          to: TO,
+          value: 1n,
+          gasLimit: 21_000n,
+          gasPrice: 0n,
+          nonce,
+          chainId: 32,
+          type: 0,
+        }),
+      );
+    }
+    try {
+      let node = await startNode({ network: "--devnet", datadir, args: ["--state-window", "3"] });
+      // Send one by one, without waiting for anything but each answer, until the node dies.
+      const stream = (async () => {
+        for (const raw of raws) {
+          try {
+            await call(node.url, "eth_sendRawTransaction", [raw]);
+          } catch {
+            return;
+          }
+        }
+      })();
+      let head = 0;
+      while (head < 40) {
+        await new Promise((r) => setTimeout(r, 20));
+        head = Number((await call(node.url, "eth_blockNumber")).result);
+      }
+      node.process.kill("SIGKILL");
+      await stream;
+      await node.stop();
+
+      node = await startNode({ network: "--devnet", datadir, args: ["--state-window", "3"] });
+      const number = Number(await result(node.url, "eth_blockNumber", []));
+      expect(number).toBeGreaterThanOrEqual(40);
+      expect(await result(node.url, "eth_getBalance", [TO, "latest"])).toBe(quantity(number));
+      expect(await result(node.url, "eth_getTransactionCount", [wallet.address, "latest"])).toBe(
+        quantity(number),
+      );
+      // Every state of the window is whole.
+      for (let n = number - 2; n <= number; n++)
+        expect(await result(node.url, "eth_getBalance", [TO, quantity(n)])).toBe(quantity(n));
+      for (let n = 1; n <= number; n++) {
+        const block = (await result(node.url, "eth_getBlockByNumber", [quantity(n), false])) as {
+          transactions: string[];
+        };
+        expect(block.transactions).toHaveLength(1);
+        const receipt = (await result(node.url, "eth_getTransactionReceipt", [
+          block.transactions[0],
+        ])) as { status: string };
+        expect(receipt.status).toBe("0x1");
+      }
+      // And the chain goes on from there.
+      const next = await call(node.url, "eth_sendRawTransaction", [raws[number]]);
+      expect(next.error).toBeUndefined();
+      expect(await result(node.url, "eth_getBalance", [TO, "latest"])).toBe(quantity(number + 1));
+      await node.stop();
+    } finally {
+      rmSync(datadir, { recursive: true, force: true });
     }
   });
 });
