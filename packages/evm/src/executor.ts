@@ -16,6 +16,7 @@ import {
 } from "@nodex/types";
 import { logsBloom } from "./bloom.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
+import { commonForEVM } from "./common.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { installLeanRunInterpreter } from "./leanInterpreter.js";
@@ -132,7 +133,7 @@ export class Executor {
 
   async #createEVM(stateManager: EVMStateManager): Promise<EVM> {
     const evm = await createEVM({
-      common: this.common,
+      common: commonForEVM(this.common),
       stateManager,
       // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],

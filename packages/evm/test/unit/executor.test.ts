@@ -450,6 +450,15 @@ describe("precompiles", () => {
   });
 });
 
+describe("EVMs", () => {
+  it("hold no reference from the executor's Common, so they go with their state", async () => {
+    const fresh = new Executor(NETWORKS.regtest);
+    await fresh.call(state, { to: bob!.address }, BLOCK);
+    await fresh.executeTransaction(state, tx({ to: bob!.address }), BLOCK, 0n);
+    expect(fresh.common.events.listenerCount("hardforkChanged")).toBe(0);
+  });
+});
+
 describe("intrinsicGas", () => {
   it("charges for calldata and creation as Cancun does", () => {
     expect(intrinsicGas({ to: bob!.address, data: new Uint8Array() })).toBe(21_000n);
