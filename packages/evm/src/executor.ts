@@ -19,7 +19,6 @@ import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
-import { installLeanRunInterpreter } from "./leanInterpreter.js";
 import { decodeRevertReason } from "./revert.js";
 
 /** The Ethereum fork whose opcodes and precompiles the chain runs (PUSH0, MCOPY, transient storage). */
@@ -139,10 +138,7 @@ export class Executor {
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
     const Interpreter = await findInterpreter(evm);
-    if (Interpreter !== undefined) {
-      installJumpAnalysisCache(Interpreter);
-      installLeanRunInterpreter(evm, Interpreter);
-    }
+    if (Interpreter !== undefined) installJumpAnalysisCache(Interpreter);
     return evm;
   }
 
