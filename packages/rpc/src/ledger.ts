@@ -26,10 +26,6 @@ const LATEST: BlockSelector = { kind: "tag", tag: "latest" };
 
 /** How many read-only states (by root) stay open for reuse. */
 const READ_STATE_CACHE = 8;
-/** How many states for calls (by root) stay open, each with its EVM. */
-const CALL_STATE_CACHE = 4;
-/** Calls on one block run on this many states at once (each state runs one call at a time). */
-const CALLS_IN_PARALLEL = 4;
 
 /** Block ranges up to this many blocks return every matching log (the spec's limits). */
 export const LOGS_UNCAPPED_RANGE = 2000n;
@@ -90,12 +86,6 @@ export class Ledger {
   readonly #pending = new Map<string, SignedTransaction>();
   /** Read-only states by state root, most recently used last. */
   readonly #states = new Map<string, Promise<WorldState>>();
-  /** States that run calls, by state root: one call at a time on each, as calls change and revert it. */
-  readonly #callStates = new Map<
-    string,
-    { state: Promise<WorldState>; queue: Promise<unknown> }[]
-  >();
-  #nextCallState = 0;
 
   constructor(chain: Chain, executor: Executor, opts: LedgerOptions) {
     this.chain = chain;
@@ -151,12 +141,15 @@ export class Ledger {
   }
 
   /**
-   * The state after the selected block, for reads only: the same object is shared by concurrent
-   * readers of that block (its account cache with it). Calls run on states of their own
-   * (`#withCallState`), since a call changes its state and then reverts it.
+   * The state after the selected block, for reads and calls: the same object is shared by
+   * concurrent readers of that block (its caches with it). Calls never change it: the executor
+   * runs each on a write layer of its own.
    */
   async state(selector: BlockSelector): Promise<WorldState> {
-    const header = (await this.require(selector)).block.header;
+    return this.#stateAt((await this.require(selector)).block.header);
+  }
+
+  #stateAt(header: BlockHeader): Promise<WorldState> {
     this.chain.assertStateRetained(header);
     const key = bytesToHex(header.stateRoot);
     let state = this.#states.get(key);
@@ -281,7 +274,7 @@ export class Ledger {
   async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {
     const header = (await this.require(selector)).block.header;
     const ctx = this.chain.nextBlockContext(header, this.#coinbase());
-    return this.#withCallState(header, (state) => this.executor.call(state, req, ctx));
+    return this.executor.call(await this.#stateAt(header), req, ctx);
   }
 
   /**
@@ -291,50 +284,23 @@ export class Ledger {
   async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint> {
     const header = (await this.require(selector)).block.header;
     const ctx = this.chain.nextBlockContext(header, this.#coinbase());
-    return this.#withCallState(header, async (state) => {
-      const cap = req.gas ?? ctx.gasLimit;
-      const run = (gas: bigint) => this.executor.call(state, { ...req, gas }, ctx);
-      const first = await run(cap);
-      if (!first.success) return cap;
-      let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
-      let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
-      if (!(await run(hi)).success) {
-        lo = hi;
-        hi = cap;
-      }
-      while (hi - lo > 1n) {
-        const mid = (lo + hi) / 2n;
-        if ((await run(mid)).success) hi = mid;
-        else lo = mid;
-      }
-      return hi;
-    });
-  }
-
-  /** Runs `job` on the call state of `header`, after the jobs queued there before it. */
-  #withCallState<T>(header: BlockHeader, job: (state: WorldState) => Promise<T>): Promise<T> {
-    this.chain.assertStateRetained(header);
-    const key = bytesToHex(header.stateRoot);
-    let slots = this.#callStates.get(key);
-    if (slots === undefined) {
-      slots = [];
-      if (this.#callStates.size >= CALL_STATE_CACHE) {
-        this.#callStates.delete(this.#callStates.keys().next().value as string);
-      }
-      this.#callStates.set(key, slots);
+    const state = await this.#stateAt(header);
+    const cap = req.gas ?? ctx.gasLimit;
+    const run = (gas: bigint) => this.executor.call(state, { ...req, gas }, ctx);
+    const first = await run(cap);
+    if (!first.success) return cap;
+    let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
+    let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
+    if (!(await run(hi)).success) {
+      lo = hi;
+      hi = cap;
     }
-    const index = this.#nextCallState++ % CALLS_IN_PARALLEL;
-    let slot = slots[index];
-    if (slot === undefined) {
-      const state = this.chain.stateAt(header);
-      state.catch(() => this.#callStates.delete(key));
-      slot = { state, queue: Promise.resolve() };
-      slots[index] = slot;
+    while (hi - lo > 1n) {
+      const mid = (lo + hi) / 2n;
+      if ((await run(mid)).success) hi = mid;
+      else lo = mid;
     }
-    const current = slot;
-    const run = current.queue.then(async () => job(await current.state));
-    current.queue = run.catch(() => {});
-    return run;
+    return hi;
   }
 
   /** The logs `filter` selects, in chain order. */
