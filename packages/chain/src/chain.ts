@@ -34,6 +34,13 @@ import {
 } from "@nodex/types";
 import { ChainError, ChainErrorCode } from "./errors.js";
 import { genesisHeader, writeGenesisState } from "./genesis.js";
+import {
+  type ConsensusRules,
+  checkHeader,
+  checkUncles,
+  NO_PROOF_OF_WORK,
+  UNCLE_GENERATIONS,
+} from "./validation.js";
 
 const HEAD_KEY = new TextEncoder().encode("head");
 /** Decoded blocks kept in memory. */
@@ -67,6 +74,37 @@ export interface MinedBlock extends StoredBlock {
   readonly rejected: readonly RejectedTransaction[];
 }
 
+/** A block's transactions run on its parent's state. */
+interface Execution {
+  readonly store: NodeStore;
+  readonly state: WorldState;
+  readonly stateRoot: Uint8Array;
+  readonly included: SignedTransaction[];
+  readonly receipts: Receipt[];
+  readonly rejected: RejectedTransaction[];
+  readonly bloom: Uint8Array;
+  readonly gasUsed: bigint;
+  readonly paidFees: bigint;
+}
+
+/** How the canonical chain changes when a block becomes the head. */
+interface SwitchPlan {
+  /** Numbers that leave the canonical chain (the old chain was longer). */
+  readonly removed: bigint[];
+  /** Blocks of the old chain that are no longer canonical. */
+  readonly removedBlocks: StoredBlock[];
+  /** The new branch from the common ancestor's child up to the new head, in order. */
+  readonly added: StoredBlock[];
+}
+
+/** What became of a block given to `importBlock`, named as the reference node names it. */
+export type ImportResult =
+  | {
+      readonly result: "IMPORTED_BEST" | "IMPORTED_NOT_BEST" | "EXIST";
+      readonly block: StoredBlock;
+    }
+  | { readonly result: "NO_PARENT" | "INVALID_BLOCK"; readonly reason: string };
+
 export interface MineOptions {
   readonly coinbase: Address;
   /** Seconds; at least the parent's timestamp + 1. Defaults to now. */
@@ -95,6 +133,8 @@ export interface ChainDeps {
   readonly stateWindow?: number;
   /** Seals the blocks this chain builds; `UNSEALED` when absent. */
   readonly sealer?: BlockSealer;
+  /** Difficulty and seal rules of built and imported blocks; `NO_PROOF_OF_WORK` when absent. */
+  readonly rules?: ConsensusRules;
 }
 
 /**
@@ -108,6 +148,7 @@ export class Chain {
   readonly #log: Logger;
   readonly #stateWindow: number | undefined;
   readonly #sealer: BlockSealer;
+  readonly #rules: ConsensusRules;
   #head: StoredBlock;
   #queue: Promise<unknown> = Promise.resolve();
   /** The state after the head, kept for building the next block (with its caches and EVM). */
@@ -131,6 +172,7 @@ export class Chain {
     this.#log = deps.logger;
     this.#stateWindow = deps.stateWindow;
     this.#sealer = deps.sealer ?? UNSEALED;
+    this.#rules = deps.rules ?? NO_PROOF_OF_WORK;
     if (this.#stateWindow !== undefined && !(this.#stateWindow >= 1))
       throw new RangeError(`state window must be at least 1 block, got ${this.#stateWindow}`);
     this.#head = head;
@@ -270,14 +312,118 @@ export class Chain {
   /** The context a transaction or call runs in as part of the block after `parent`. */
   nextBlockContext(parent: BlockHeader, coinbase: Address, timestamp?: bigint): BlockContext {
     const now = timestamp ?? BigInt(Math.floor(Date.now() / 1000));
+    const time = now > parent.timestamp ? now : parent.timestamp + 1n;
     return {
       number: parent.number + 1n,
-      timestamp: now > parent.timestamp ? now : parent.timestamp + 1n,
+      timestamp: time,
       coinbase,
       gasLimit: parent.gasLimit,
-      difficulty: parent.difficulty,
+      difficulty: this.#rules.difficulty(parent, time, 0),
       minimumGasPrice: parent.minimumGasPrice,
     };
+  }
+
+  /**
+   * Checks a block from outside (a miner's solution, a peer, a chain file) against the consensus
+   * rules and by running it on its parent's state, and stores it: it becomes the head, with a
+   * reorganization when it is on another branch, when its chain is heavier than the head's.
+   * Blocks are imported and built one at a time.
+   */
+  importBlock(block: Block): Promise<ImportResult> {
+    const run = this.#queue.then(() => this.#import(block));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #import(block: Block): Promise<ImportResult> {
+    const { header } = block;
+    const hash = headerHash(header);
+    const known = await this.getBlockByHash(hash);
+    if (known !== undefined) return { result: "EXIST", block: known };
+    const parent = await this.getBlockByHash(header.parentHash);
+    if (parent === undefined)
+      return {
+        result: "NO_PARENT",
+        reason: `parent ${bytesToHex(header.parentHash)} is not known`,
+      };
+    const invalid = (reason: string): ImportResult => {
+      this.#log.warn("Refused block", { number: header.number, hash: bytesToHex(hash), reason });
+      return {
+        result: "INVALID_BLOCK",
+        reason: `block ${header.number} ${bytesToHex(hash)}: ${reason}`,
+      };
+    };
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const headerWhy = checkHeader(header, parent.block.header, this.#rules, now);
+    if (headerWhy !== undefined) return invalid(headerWhy);
+    const ancestors = await this.#ancestors(parent, UNCLE_GENERATIONS);
+    const used = new Set(
+      ancestors.flatMap((a) => a.block.uncles.map((u) => bytesToHex(headerHash(u)))),
+    );
+    const unclesWhy = checkUncles(
+      block,
+      ancestors.map((a) => ({ hash: a.hash, header: a.block.header })),
+      used,
+      this.#rules,
+    );
+    if (unclesWhy !== undefined) return invalid(unclesWhy);
+    const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));
+    if (bytesToHex(txRoot) !== bytesToHex(header.transactionsRoot))
+      return invalid("transactions root does not match the transactions");
+    const ctx: BlockContext = {
+      number: header.number,
+      timestamp: header.timestamp,
+      coinbase: header.coinbase as Address,
+      gasLimit: header.gasLimit,
+      difficulty: header.difficulty,
+      minimumGasPrice: header.minimumGasPrice,
+    };
+    let run: Execution;
+    try {
+      run = await this.#execute(parent.block.header, ctx, block.transactions, true);
+    } catch (err) {
+      if (err instanceof ChainError) return invalid(err.message);
+      throw err;
+    }
+    const receiptsRoot = await orderedTrieRoot(run.receipts.map(encodeReceipt));
+    const mismatch =
+      run.gasUsed !== header.gasUsed
+        ? `gas used ${header.gasUsed}, the transactions use ${run.gasUsed}`
+        : run.paidFees !== header.paidFees
+          ? `paid fees ${header.paidFees}, the transactions pay ${run.paidFees}`
+          : bytesToHex(run.stateRoot) !== bytesToHex(header.stateRoot)
+            ? "state root does not match the state after the transactions"
+            : bytesToHex(receiptsRoot) !== bytesToHex(header.receiptsRoot)
+              ? "receipts root does not match the receipts"
+              : bytesToHex(run.bloom) !== bytesToHex(header.logsBloom)
+                ? "logs bloom does not match the logs"
+                : undefined;
+    if (mismatch !== undefined) return invalid(mismatch);
+    const wasHead = this.#head;
+    const stored = await this.#write(block, parent, run);
+    const best = this.#head === stored;
+    this.#log.info(best ? "Imported block" : "Imported side block", {
+      number: header.number,
+      hash: bytesToHex(hash),
+      txs: block.transactions.length,
+      ...(best && bytesToHex(wasHead.hash) !== bytesToHex(header.parentHash)
+        ? { reorganizedFrom: bytesToHex(wasHead.hash) }
+        : {}),
+    });
+    return { result: best ? "IMPORTED_BEST" : "IMPORTED_NOT_BEST", block: stored };
+  }
+
+  /** Up to `count` ancestors of a block, starting with `parent`. */
+  async #ancestors(parent: StoredBlock, count: number): Promise<StoredBlock[]> {
+    const out: StoredBlock[] = [parent];
+    while (out.length < count) {
+      const last = out[out.length - 1]!;
+      if (last.block.header.number === 0n) break;
+      const next = await this.getBlockByHash(last.block.header.parentHash);
+      if (next === undefined) break;
+      out.push(next);
+    }
+    return out;
   }
 
   /**
@@ -294,11 +440,65 @@ export class Chain {
     const parent = this.#head;
     const parentHeader = parent.block.header;
     const ctx = this.nextBlockContext(parentHeader, opts.coinbase, opts.timestamp);
-    const parentRoot = bytesToHex(parentHeader.stateRoot);
+    const run = await this.#execute(parentHeader, ctx, txs, false);
+    const header = await this.#sealer.seal({
+      parentHash: parent.hash,
+      unclesHash: unclesHash([]),
+      coinbase: opts.coinbase,
+      stateRoot: run.stateRoot,
+      transactionsRoot: await orderedTrieRoot(run.included.map((tx) => tx.raw)),
+      receiptsRoot: await orderedTrieRoot(run.receipts.map(encodeReceipt)),
+      logsBloom: run.bloom,
+      difficulty: ctx.difficulty,
+      number: ctx.number,
+      gasLimit: ctx.gasLimit,
+      gasUsed: run.gasUsed,
+      timestamp: ctx.timestamp,
+      extraData: new Uint8Array(),
+      paidFees: run.paidFees,
+      minimumGasPrice: ctx.minimumGasPrice,
+      uncleCount: 0,
+      ummRoot: new Uint8Array(),
+      bitcoinMergedMiningHeader: new Uint8Array(),
+      bitcoinMergedMiningMerkleProof: new Uint8Array(),
+      bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
+    });
+    const block: Block = { header, transactions: run.included, uncles: [] };
+    const stored = await this.#write(block, parent, run);
+    this.#log.info("Mined block", {
+      number: header.number,
+      hash: bytesToHex(stored.hash),
+      txs: run.included.length,
+      gasUsed: header.gasUsed,
+    });
+    return { ...stored, receipts: run.receipts, rejected: run.rejected };
+  }
+
+  /**
+   * Runs `txs` on the state after `parent` as the block `ctx`. With `strict`, a transaction that
+   * cannot run makes the whole block invalid (imported blocks); otherwise it is left out.
+   */
+  async #execute(
+    parent: BlockHeader,
+    ctx: BlockContext,
+    txs: readonly SignedTransaction[],
+    strict: boolean,
+  ): Promise<Execution> {
+    const parentRoot = bytesToHex(parent.stateRoot);
     const reuse = this.#headState?.root === parentRoot ? this.#headState : undefined;
     this.#headState = undefined;
     const store = reuse?.store ?? new NodeStore(this.#db, this.#nodes);
-    const state = reuse?.state ?? (await WorldState.open(store, parentHeader.stateRoot));
+    let state = reuse?.state;
+    if (state === undefined) {
+      try {
+        state = await WorldState.open(store, parent.stateRoot);
+      } catch {
+        throw new ChainError(
+          ChainErrorCode.STATE_MISSING,
+          `state of block ${parent.number} is not available`,
+        );
+      }
+    }
     const included: SignedTransaction[] = [];
     const receipts: Receipt[] = [];
     const rejected: RejectedTransaction[] = [];
@@ -315,58 +515,99 @@ export class Chain {
         paidFees += outcome.fee;
       } catch (err) {
         if (!(err instanceof ExecutionError)) throw err;
+        if (strict) {
+          throw new ChainError(
+            ChainErrorCode.INVALID_BLOCK,
+            `transaction ${bytesToHex(tx.hash)} cannot run: ${err.message}`,
+          );
+        }
         rejected.push({ tx, error: err });
       }
     }
     const stateRoot = await state.commit();
-    const header = await this.#sealer.seal({
-      parentHash: parent.hash,
-      unclesHash: unclesHash([]),
-      coinbase: opts.coinbase,
-      stateRoot,
-      transactionsRoot: await orderedTrieRoot(included.map((tx) => tx.raw)),
-      receiptsRoot: await orderedTrieRoot(receipts.map(encodeReceipt)),
-      logsBloom: bloom,
-      difficulty: ctx.difficulty,
-      number: ctx.number,
-      gasLimit: ctx.gasLimit,
-      gasUsed,
-      timestamp: ctx.timestamp,
-      extraData: new Uint8Array(),
-      paidFees,
-      minimumGasPrice: ctx.minimumGasPrice,
-      uncleCount: 0,
-      ummRoot: new Uint8Array(),
-      bitcoinMergedMiningHeader: new Uint8Array(),
-      bitcoinMergedMiningMerkleProof: new Uint8Array(),
-      bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
-    });
-    const block: Block = { header, transactions: included, uncles: [] };
+    return { store, state, stateRoot, included, receipts, rejected, bloom, gasUsed, paidFees };
+  }
+
+  /**
+   * Writes `block`, executed as `run`, on `parent` in one batch. It becomes the head when its
+   * total difficulty is higher than the head's: the canonical index and the transaction index
+   * switch over from the common ancestor in the same batch.
+   */
+  async #write(block: Block, parent: StoredBlock, run: Execution): Promise<StoredBlock> {
+    const { header } = block;
     const hash = headerHash(header);
-    const totalDifficulty = parent.totalDifficulty + header.difficulty;
-    await this.#db.write([
-      ...store.takeWrites(),
-      ...blockWrites(block, hash, totalDifficulty, receipts),
-    ]);
-    store.confirmWrites();
-    const stored = { block, hash, totalDifficulty };
-    this.#head = stored;
-    this.#headState = { store, state, root: bytesToHex(stateRoot) };
-    this.#remember(bytesToHex(hash), stored);
-    remember(this.#canonical, header.number, hash, CANONICAL_CACHE);
-    remember(this.#receipts, bytesToHex(hash), receipts, RECEIPTS_CACHE);
-    this.#log.info("Mined block", {
-      number: header.number,
-      hash: bytesToHex(hash),
-      txs: included.length,
-      gasUsed: header.gasUsed,
-    });
-    const window = this.#stateWindow;
-    if (window !== undefined && header.number % BigInt(window) === 0n) {
-      // After this block, before the next: no block is written while nodes are swept.
-      this.#queue = this.#queue.then(() => this.#prune(window)).catch(() => {});
+    const totalDifficulty = parent.totalDifficulty + cumulativeDifficulty(block);
+    const stored: StoredBlock = { block, hash, totalDifficulty };
+    const becomesHead = totalDifficulty > this.#head.totalDifficulty;
+    const ops: WriteOp[] = [
+      ...run.store.takeWrites(),
+      ...blockData(block, hash, totalDifficulty, run.receipts),
+    ];
+    let canonical: SwitchPlan | undefined;
+    if (becomesHead) {
+      canonical = await this.#switchPlan(stored);
+      for (const n of canonical.removed)
+        ops.push({ type: "del", bucket: Bucket.CANONICAL, key: numberKey(n) });
+      for (const old of canonical.removedBlocks) {
+        for (const tx of old.block.transactions)
+          ops.push({ type: "del", bucket: Bucket.TX_LOOKUP, key: tx.hash });
+      }
+      for (const added of canonical.added) ops.push(...canonicalWrites(added));
+      ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash });
     }
-    return { ...stored, receipts, rejected };
+    await this.#db.write(ops);
+    run.store.confirmWrites();
+    this.#remember(bytesToHex(hash), stored);
+    remember(this.#receipts, bytesToHex(hash), run.receipts, RECEIPTS_CACHE);
+    if (canonical !== undefined) {
+      for (const n of canonical.removed) this.#canonical.delete(n);
+      for (const added of canonical.added)
+        remember(this.#canonical, added.block.header.number, added.hash, CANONICAL_CACHE);
+      this.#head = stored;
+      this.#headState = { store: run.store, state: run.state, root: bytesToHex(run.stateRoot) };
+      const window = this.#stateWindow;
+      if (window !== undefined && header.number % BigInt(window) === 0n) {
+        // After this block, before the next: no block is written while nodes are swept.
+        this.#queue = this.#queue.then(() => this.#prune(window)).catch(() => {});
+      }
+    }
+    return stored;
+  }
+
+  /**
+   * What changes in the canonical chain when `tip` becomes the head: the blocks from the common
+   * ancestor up to `tip` join it (in order); numbers above `tip` that the old chain had leave it,
+   * with the blocks they held, and so do the old blocks the new branch replaces.
+   */
+  async #switchPlan(tip: StoredBlock): Promise<SwitchPlan> {
+    const added: StoredBlock[] = [tip];
+    let cursor = tip;
+    for (;;) {
+      const n = cursor.block.header.number - 1n;
+      if (n < 0n) break;
+      const parent = await this.getBlockByHash(cursor.block.header.parentHash);
+      if (parent === undefined)
+        throw new ChainError(ChainErrorCode.CORRUPT, `missing ancestor at ${n}`);
+      const canonicalHash = await this.getCanonicalHash(n);
+      if (canonicalHash !== undefined && bytesToHex(canonicalHash) === bytesToHex(parent.hash))
+        break;
+      added.unshift(parent);
+      cursor = parent;
+    }
+    const removedBlocks: StoredBlock[] = [];
+    const removed: bigint[] = [];
+    const fork = added[0]!.block.header.number;
+    const oldHead = this.#head.block.header.number;
+    for (let n = fork; n <= oldHead; n++) {
+      const old = await this.getBlockByNumber(n);
+      if (
+        old !== undefined &&
+        bytesToHex(old.hash) !== bytesToHex(added[Number(n - fork)]?.hash ?? new Uint8Array())
+      )
+        removedBlocks.push(old);
+      if (n > tip.block.header.number) removed.push(n);
+    }
+    return { removed, removedBlocks, added };
   }
 
   /** Deletes the state of blocks older than the window. */
@@ -403,19 +644,25 @@ async function writeGenesis(network: NetworkPreset, db: Database): Promise<Store
   const header = genesisHeader(network, await state.commit());
   const block: Block = { header, transactions: [], uncles: [] };
   const hash = headerHash(header);
-  await db.write([...store.takeWrites(), ...blockWrites(block, hash, header.difficulty, [])]);
+  const stored = { block, hash, totalDifficulty: header.difficulty };
+  await db.write([
+    ...store.takeWrites(),
+    ...blockData(block, hash, header.difficulty, []),
+    ...canonicalWrites(stored),
+    { type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash },
+  ]);
   store.confirmWrites();
-  return { block, hash, totalDifficulty: header.difficulty };
+  return stored;
 }
 
-/** Everything a canonical block adds to the database, the new head last. */
-function blockWrites(
+/** A block's own data, stored whether or not it is canonical. */
+function blockData(
   block: Block,
   hash: Uint8Array,
   totalDifficulty: bigint,
   receipts: readonly Receipt[],
 ): WriteOp[] {
-  const ops: WriteOp[] = [
+  return [
     { type: "put", bucket: Bucket.HEADER, key: hash, value: encodeHeader(block.header) },
     { type: "put", bucket: Bucket.BODY, key: hash, value: encodeBody(block) },
     { type: "put", bucket: Bucket.RECEIPTS, key: hash, value: encodeReceiptList(receipts) },
@@ -425,18 +672,33 @@ function blockWrites(
       key: hash,
       value: bigintToBytes(totalDifficulty),
     },
-    { type: "put", bucket: Bucket.CANONICAL, key: numberKey(block.header.number), value: hash },
   ];
-  block.transactions.forEach((tx, i) => {
+}
+
+/** The indexes of a canonical block: its number and the location of each transaction. */
+function canonicalWrites(stored: StoredBlock): WriteOp[] {
+  const ops: WriteOp[] = [
+    {
+      type: "put",
+      bucket: Bucket.CANONICAL,
+      key: numberKey(stored.block.header.number),
+      value: stored.hash,
+    },
+  ];
+  stored.block.transactions.forEach((tx, i) => {
     ops.push({
       type: "put",
       bucket: Bucket.TX_LOOKUP,
       key: tx.hash,
-      value: rlpEncode([hash, bigintToBytes(BigInt(i))]),
+      value: rlpEncode([stored.hash, bigintToBytes(BigInt(i))]),
     });
   });
-  ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash });
   return ops;
+}
+
+/** A block's difficulty plus its uncles': what it adds to the total difficulty of its chain. */
+export function cumulativeDifficulty(block: Block): bigint {
+  return block.uncles.reduce((sum, uncle) => sum + uncle.difficulty, block.header.difficulty);
 }
 
 /** Puts `value` in `cache`, first dropping the oldest entry when it holds `max`. */

@@ -3,6 +3,7 @@ import { NodexError } from "@nodex/types";
 export const ChainErrorCode = {
   STATE_MISSING: "CHAIN_STATE_MISSING",
   CORRUPT: "CHAIN_CORRUPT",
+  INVALID_BLOCK: "CHAIN_INVALID_BLOCK",
 } as const;
 export type ChainErrorCode = (typeof ChainErrorCode)[keyof typeof ChainErrorCode];
 

@@ -2,6 +2,8 @@ export {
   type BlockSealer,
   Chain,
   type ChainDeps,
+  cumulativeDifficulty,
+  type ImportResult,
   type MinedBlock,
   type MineOptions,
   type RejectedTransaction,
@@ -11,3 +13,13 @@ export {
 } from "./chain.js";
 export { ChainError, ChainErrorCode } from "./errors.js";
 export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis.js";
+export {
+  type ConsensusRules,
+  checkHeader,
+  checkUncles,
+  MAX_FUTURE_SECONDS,
+  MAX_UNCLES,
+  MIN_GAS_LIMIT,
+  NO_PROOF_OF_WORK,
+  UNCLE_GENERATIONS,
+} from "./validation.js";

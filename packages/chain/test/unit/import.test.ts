@@ -1,0 +1,221 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Executor } from "@nodex/evm";
+import { Database } from "@nodex/state";
+import {
+  type Address,
+  type Block,
+  type BlockHeader,
+  bytesToHex,
+  deriveDevAccounts,
+  hexToBytes,
+  NETWORKS,
+  nullLogger,
+  signTransaction,
+} from "@nodex/types";
+import { afterEach, describe, expect, it } from "vitest";
+import { Chain, type ConsensusRules, DEV_ACCOUNT_BALANCE } from "../../src/index.js";
+
+const network = NETWORKS.regtest;
+const executor = new Executor(network);
+const [alice, bob, carol] = deriveDevAccounts();
+const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
+
+const dirs: string[] = [];
+const dbs: Database[] = [];
+afterEach(async () => {
+  for (const db of dbs.splice(0)) await db.close().catch(() => {});
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function newChain(rules?: ConsensusRules): Promise<Chain> {
+  const dir = mkdtempSync(join(tmpdir(), "nodex-import-"));
+  dirs.push(dir);
+  const db = await Database.open(join(dir, "db"));
+  dbs.push(db);
+  return Chain.open(network, { db, executor, logger: nullLogger, ...(rules ? { rules } : {}) });
+}
+
+const pay = (from: typeof alice, nonce: bigint, to: Address, value: bigint) =>
+  signTransaction(
+    { nonce, gasPrice: 1n, gasLimit: 21_000n, to, value, data: new Uint8Array() },
+    from!.privateKey,
+    33,
+  );
+
+/** Mines `count` blocks on `source`, each paying `value` from alice to `to`, and returns them. */
+async function mineBlocks(
+  source: Chain,
+  count: number,
+  to: Address,
+  value: bigint,
+  time = 1_000n,
+): Promise<Block[]> {
+  const blocks: Block[] = [];
+  for (let i = 0; i < count; i++) {
+    const nonce = source.head.block.header.number;
+    const mined = await source.mine([pay(alice, nonce, to, value)], {
+      coinbase: MINER,
+      timestamp: time + BigInt(i),
+    });
+    blocks.push(mined.block);
+  }
+  return blocks;
+}
+
+const withHeader = (block: Block, change: Partial<BlockHeader>): Block => ({
+  ...block,
+  header: { ...block.header, ...change },
+});
+
+describe("Chain.importBlock", () => {
+  it("imports blocks built elsewhere and ends on the same head and state", async () => {
+    const source = await newChain();
+    const blocks = await mineBlocks(source, 3, bob!.address, 5n);
+    const target = await newChain();
+    for (const block of blocks)
+      expect((await target.importBlock(block)).result).toBe("IMPORTED_BEST");
+    expect(bytesToHex(target.head.hash)).toBe(bytesToHex(source.head.hash));
+    expect(target.head.totalDifficulty).toBe(source.head.totalDifficulty);
+    const state = await target.stateAt(target.head.block.header);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 15n);
+    // Fees go to the block's miner.
+    expect(await state.getBalance(MINER)).toBe(3n * 21_000n);
+    const receipts = await target.getReceipts(target.head.hash);
+    expect(receipts?.[0]?.status).toBe(1);
+    expect((await target.importBlock(blocks[1]!)).result).toBe("EXIST");
+  });
+
+  it("answers NO_PARENT for a block whose parent it does not have", async () => {
+    const source = await newChain();
+    const blocks = await mineBlocks(source, 2, bob!.address, 1n);
+    const target = await newChain();
+    const res = await target.importBlock(blocks[1]!);
+    expect(res.result).toBe("NO_PARENT");
+    expect(target.head.block.header.number).toBe(0n);
+  });
+
+  it.each([
+    ["a wrong state root", { stateRoot: new Uint8Array(32).fill(1) }, "state root does not match"],
+    ["a wrong gas used", { gasUsed: 21_001n }, "gas used 21001, the transactions use 21000"],
+    ["wrong paid fees", { paidFees: 1n }, "paid fees 1, the transactions pay 21000"],
+    ["a wrong transactions root", { transactionsRoot: new Uint8Array(32) }, "transactions root"],
+    ["a wrong receipts root", { receiptsRoot: new Uint8Array(32) }, "receipts root"],
+    ["a wrong bloom", { logsBloom: new Uint8Array(256).fill(0xff) }, "logs bloom"],
+    ["a timestamp not after its parent's", { timestamp: 0n }, "is not after its parent's 0"],
+    ["a wrong number", { number: 5n }, "number 5 does not follow its parent's 0"],
+    ["a wrong difficulty", { difficulty: 2n }, "difficulty 2 is not the expected 1"],
+    ["a gas limit jump", { gasLimit: 20_000_000n }, "moves more than 1/1024"],
+    ["a minimum gas price jump", { minimumGasPrice: 100n }, "moves more than 1%"],
+    ["an uncle count without uncles", { uncleCount: 1 }, "uncle count 1 does not match"],
+  ])("refuses a block with %s, and keeps its head", async (_what, change, reason) => {
+    const source = await newChain();
+    const [block] = await mineBlocks(source, 1, bob!.address, 1n);
+    const target = await newChain();
+    const res = await target.importBlock(withHeader(block!, change));
+    expect(res.result).toBe("INVALID_BLOCK");
+    expect(res.result === "INVALID_BLOCK" && res.reason).toContain(reason);
+    expect(target.head.block.header.number).toBe(0n);
+    // The untouched block still imports.
+    expect((await target.importBlock(block!)).result).toBe("IMPORTED_BEST");
+  });
+
+  it("refuses a block with a transaction that cannot run", async () => {
+    const source = await newChain();
+    const [block] = await mineBlocks(source, 1, bob!.address, 1n);
+    const broken = { ...block!, transactions: [pay(alice, 7n, bob!.address, 1n)] };
+    const target = await newChain();
+    const res = await target.importBlock(broken);
+    // Its transactions root no longer matches, which is checked first.
+    expect(res.result).toBe("INVALID_BLOCK");
+  });
+
+  it("refuses a block whose seal the rules refuse, saying why", async () => {
+    const source = await newChain();
+    const [block] = await mineBlocks(source, 1, bob!.address, 1n);
+    const target = await newChain({
+      difficulty: (parent) => parent.difficulty,
+      checkSeal: (header) =>
+        header.bitcoinMergedMiningHeader.length === 80 ? undefined : "no Bitcoin header",
+    });
+    const res = await target.importBlock(block!);
+    expect(res).toEqual({
+      result: "INVALID_BLOCK",
+      reason: expect.stringContaining("invalid merged-mining proof: no Bitcoin header"),
+    });
+  });
+});
+
+describe("reorganizations", () => {
+  it("switches to a heavier branch and back, with blocks, transactions, receipts and state", async () => {
+    const a = await newChain();
+    const c = await newChain();
+    const branchA = await mineBlocks(a, 2, bob!.address, 100n, 1_000n);
+    const branchC = await mineBlocks(c, 3, carol!.address, 7n, 2_000n);
+    const node = await newChain();
+    for (const block of branchA)
+      expect((await node.importBlock(block)).result).toBe("IMPORTED_BEST");
+    const aTx = branchA[1]!.transactions[0]!.hash;
+    expect(await node.getTransactionLocation(aTx)).toBeDefined();
+
+    // C's first two blocks are as heavy as A's: they stay on the side.
+    expect((await node.importBlock(branchC[0]!)).result).toBe("IMPORTED_NOT_BEST");
+    expect((await node.importBlock(branchC[1]!)).result).toBe("IMPORTED_NOT_BEST");
+    expect(node.head.block.header.number).toBe(2n);
+    // The third makes C heavier: it becomes the canonical chain.
+    expect((await node.importBlock(branchC[2]!)).result).toBe("IMPORTED_BEST");
+    expect(node.head.block.header.number).toBe(3n);
+    for (let n = 1; n <= 3; n++) {
+      const block = await node.getBlockByNumber(BigInt(n));
+      expect(bytesToHex(block!.hash)).toBe(bytesToHex((await c.getBlockByNumber(BigInt(n)))!.hash));
+    }
+    expect(await node.getTransactionLocation(aTx)).toBeUndefined();
+    const cTx = branchC[2]!.transactions[0]!.hash;
+    expect((await node.getTransactionLocation(cTx))?.index).toBe(0);
+    let state = await node.stateAt(node.head.block.header);
+    expect(await state.getBalance(carol!.address)).toBe(DEV_ACCOUNT_BALANCE + 21n);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE);
+    // A's side blocks are still readable by hash, with their receipts.
+    const sideA = await node.getBlockByHash(hexToBytes(bytesToHex(a.head.hash)));
+    expect(sideA?.block.header.number).toBe(2n);
+    expect((await node.getReceipts(a.head.hash))?.length).toBe(1);
+
+    // A grows to 4: back to A, and numbers 1..4 follow it.
+    const moreA = await mineBlocks(a, 2, bob!.address, 100n, 1_002n);
+    expect((await node.importBlock(moreA[0]!)).result).toBe("IMPORTED_NOT_BEST");
+    expect((await node.importBlock(moreA[1]!)).result).toBe("IMPORTED_BEST");
+    expect(bytesToHex(node.head.hash)).toBe(bytesToHex(a.head.hash));
+    expect(await node.getTransactionLocation(cTx)).toBeUndefined();
+    expect(await node.getTransactionLocation(aTx)).toBeDefined();
+    state = await node.stateAt(node.head.block.header);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 400n);
+    expect(await state.getBalance(carol!.address)).toBe(DEV_ACCOUNT_BALANCE);
+    // And a block mined locally now builds on A.
+    const mined = await node.mine([pay(alice, 4n, bob!.address, 1n)], { coinbase: MINER });
+    expect(mined.block.header.number).toBe(5n);
+    expect(mined.rejected).toEqual([]);
+  });
+
+  it("keeps the switched chain across a reopen", async () => {
+    const a = await newChain();
+    const c = await newChain();
+    const branchA = await mineBlocks(a, 1, bob!.address, 1n, 1_000n);
+    const branchC = await mineBlocks(c, 2, carol!.address, 1n, 2_000n);
+    const dir = mkdtempSync(join(tmpdir(), "nodex-import-"));
+    dirs.push(dir);
+    let db = await Database.open(join(dir, "db"));
+    let node = await Chain.open(network, { db, executor, logger: nullLogger });
+    await node.importBlock(branchA[0]!);
+    for (const block of branchC) await node.importBlock(block);
+    await db.close();
+    db = await Database.open(join(dir, "db"));
+    dbs.push(db);
+    node = await Chain.open(network, { db, executor, logger: nullLogger });
+    expect(bytesToHex(node.head.hash)).toBe(bytesToHex(c.head.hash));
+    expect(bytesToHex((await node.getBlockByNumber(1n))!.hash)).toBe(
+      bytesToHex((await c.getBlockByNumber(1n))!.hash),
+    );
+    expect(await node.getTransactionLocation(branchA[0]!.transactions[0]!.hash)).toBeUndefined();
+  });
+});
