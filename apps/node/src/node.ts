@@ -1,10 +1,8 @@
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
-import { Chain, DEV_ACCOUNT_BALANCE } from "@nodex/chain";
-import { Executor } from "@nodex/evm";
+import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import { createRPCServer, type Ledger, type RPCServer } from "@nodex/rpc";
-import { Database } from "@nodex/state";
+import type { Database } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
+import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
 import { createServices } from "./services.js";
 import { NODEX_VERSION } from "./version.js";
@@ -33,15 +31,9 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         chainId: config.network.chainId,
         datadir: config.datadir,
       });
-      await mkdir(config.datadir, { recursive: true });
-      db = await Database.open(join(config.datadir, "db"));
-      const executor = new Executor(config.network);
-      const chain = await Chain.open(config.network, {
-        db,
-        executor,
-        logger: logger.child({ module: "chain" }),
-        ...(config.stateWindow === "all" ? {} : { stateWindow: config.stateWindow }),
-      });
+      const opened = await openChain(config, logger);
+      db = opened.db;
+      const { chain, executor } = opened;
       if (config.network.devAccounts) printDevAccounts();
       const services = createServices(config, chain, executor);
       rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });

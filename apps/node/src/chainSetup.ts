@@ -1,0 +1,36 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { Chain } from "@nodex/chain";
+import { Executor } from "@nodex/evm";
+import { Database } from "@nodex/state";
+import type { Logger } from "@nodex/types";
+import type { NodeConfig } from "./config.js";
+
+/** The node's database, executor and chain, opened as the config says. */
+export interface OpenedChain {
+  readonly db: Database;
+  readonly executor: Executor;
+  readonly chain: Chain;
+}
+
+/**
+ * Opens (creating when new) the database under the datadir and the chain in it, with the
+ * network's consensus rules. The node and the chain-file commands open the chain this way.
+ */
+export async function openChain(config: NodeConfig, logger: Logger): Promise<OpenedChain> {
+  await mkdir(config.datadir, { recursive: true });
+  const db = await Database.open(join(config.datadir, "db"));
+  try {
+    const executor = new Executor(config.network);
+    const chain = await Chain.open(config.network, {
+      db,
+      executor,
+      logger: logger.child({ module: "chain" }),
+      ...(config.stateWindow === "all" ? {} : { stateWindow: config.stateWindow }),
+    });
+    return { db, executor, chain };
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+}
