@@ -97,6 +97,13 @@ interface SwitchPlan {
   readonly added: StoredBlock[];
 }
 
+/** Work for miners: a block on `parentHash` without its seal, and what could not go in. */
+export interface BlockTemplate {
+  readonly block: Block;
+  readonly parentHash: Uint8Array;
+  readonly rejected: readonly RejectedTransaction[];
+}
+
 /** What became of a block given to `importBlock`, named as the reference node names it. */
 export type ImportResult =
   | {
@@ -436,12 +443,36 @@ export class Chain {
     return run;
   }
 
-  async #mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
-    const parent = this.#head;
+  /**
+   * A block on the head with as many of `txs` as can run, complete but for its seal (the
+   * merged-mining fields are empty): work for miners. Nothing is written; the head's state is
+   * left as it is.
+   */
+  buildTemplate(txs: readonly SignedTransaction[], opts: MineOptions): Promise<BlockTemplate> {
+    const run = this.#queue.then(async () => {
+      const parent = this.#head;
+      const built = await this.#build(parent, txs, opts, true);
+      return {
+        block: { header: built.header, transactions: built.run.included, uncles: [] },
+        parentHash: parent.hash,
+        rejected: built.run.rejected,
+      };
+    });
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  /** Runs `txs` on `parent` and assembles the unsealed header of the block. */
+  async #build(
+    parent: StoredBlock,
+    txs: readonly SignedTransaction[],
+    opts: MineOptions,
+    keepHeadState: boolean,
+  ): Promise<{ header: BlockHeader; run: Execution }> {
     const parentHeader = parent.block.header;
     const ctx = this.nextBlockContext(parentHeader, opts.coinbase, opts.timestamp);
-    const run = await this.#execute(parentHeader, ctx, txs, false);
-    const header = await this.#sealer.seal({
+    const run = await this.#execute(parentHeader, ctx, txs, false, keepHeadState);
+    const header: BlockHeader = {
       parentHash: parent.hash,
       unclesHash: unclesHash([]),
       coinbase: opts.coinbase,
@@ -462,7 +493,21 @@ export class Chain {
       bitcoinMergedMiningHeader: new Uint8Array(),
       bitcoinMergedMiningMerkleProof: new Uint8Array(),
       bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
-    });
+    };
+    return { header, run };
+  }
+
+  async #mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
+    const parent = this.#head;
+    const { header: unsealed, run } = await this.#build(parent, txs, opts, false);
+    const header = await this.#sealer.seal(unsealed);
+    const seal = this.#rules.checkSeal(header);
+    if (seal !== undefined) {
+      throw new ChainError(
+        ChainErrorCode.INVALID_BLOCK,
+        `the sealer made an invalid merged-mining proof: ${seal}`,
+      );
+    }
     const block: Block = { header, transactions: run.included, uncles: [] };
     const stored = await this.#write(block, parent, run);
     this.#log.info("Mined block", {
@@ -483,10 +528,12 @@ export class Chain {
     ctx: BlockContext,
     txs: readonly SignedTransaction[],
     strict: boolean,
+    keepHeadState = false,
   ): Promise<Execution> {
     const parentRoot = bytesToHex(parent.stateRoot);
-    const reuse = this.#headState?.root === parentRoot ? this.#headState : undefined;
-    this.#headState = undefined;
+    const reuse =
+      !keepHeadState && this.#headState?.root === parentRoot ? this.#headState : undefined;
+    if (reuse !== undefined) this.#headState = undefined;
     const store = reuse?.store ?? new NodeStore(this.#db, this.#nodes);
     let state = reuse?.state;
     if (state === undefined) {

@@ -1,5 +1,6 @@
 export {
   type BlockSealer,
+  type BlockTemplate,
   Chain,
   type ChainDeps,
   cumulativeDifficulty,

@@ -147,6 +147,45 @@ describe("Chain.importBlock", () => {
   });
 });
 
+describe("Chain.buildTemplate", () => {
+  it("builds a block on the head without writing it; sealed, it imports as the new head", async () => {
+    const chain = await newChain();
+    await mineBlocks(chain, 1, bob!.address, 1n);
+    const template = await chain.buildTemplate(
+      [pay(alice, 1n, bob!.address, 2n), pay(alice, 9n, bob!.address, 3n)],
+      { coinbase: MINER, timestamp: 5_000n },
+    );
+    expect(template.block.header.number).toBe(2n);
+    expect(bytesToHex(template.parentHash)).toBe(bytesToHex(chain.head.hash));
+    expect(template.block.transactions).toHaveLength(1);
+    expect(template.rejected[0]?.error.message).toMatch(/^nonce too high/);
+    expect(chain.head.block.header.number).toBe(1n);
+    // The head's state is untouched: a block mined now sees nonce 1 still free.
+    const sealed = {
+      ...template.block,
+      header: { ...template.block.header, bitcoinMergedMiningHeader: new Uint8Array(80) },
+    };
+    expect((await chain.importBlock(sealed)).result).toBe("IMPORTED_BEST");
+    const state = await chain.stateAt(chain.head.block.header);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 3n);
+  });
+
+  it("refuses to write a mined block whose seal its own rules refuse", async () => {
+    const chain = await newChain({
+      difficulty: (parent) => parent.difficulty,
+      checkSeal: () => "never valid",
+    });
+    await expect(
+      chain.mine([pay(alice, 0n, bob!.address, 1n)], { coinbase: MINER }),
+    ).rejects.toThrow("the sealer made an invalid merged-mining proof: never valid");
+    expect(chain.head.block.header.number).toBe(0n);
+    // Nothing of the refused block stayed: the head's state is as it was.
+    const state = await chain.stateAt(chain.head.block.header);
+    expect(await state.getNonce(alice!.address)).toBe(0n);
+    expect(await chain.getBlockByNumber(1n)).toBeUndefined();
+  });
+});
+
 describe("reorganizations", () => {
   it("switches to a heavier branch and back, with blocks, transactions, receipts and state", async () => {
     const a = await newChain();
