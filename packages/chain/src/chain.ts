@@ -1,4 +1,5 @@
 import { type BlockContext, ExecutionError, type Executor, logsBloom, orBloom } from "@nodex/evm";
+import { cpvHeights, FORK_DETECTION_UNCLE_WINDOW, forkDetectionData } from "@nodex/mergemining";
 import {
   Bucket,
   type Database,
@@ -23,6 +24,8 @@ import {
   encodeHeader,
   encodeReceipt,
   encodeReceiptList,
+  FORK_DETECTION_HEIGHT,
+  hashForMergedMiningBase,
   headerHash,
   type Logger,
   type NetworkPreset,
@@ -31,6 +34,7 @@ import {
   rlpEncode,
   type SignedTransaction,
   unclesHash,
+  withForkDetectionData,
 } from "@nodex/types";
 import { ChainError, ChainErrorCode } from "./errors.js";
 import { genesisHeader, writeGenesisState } from "./genesis.js";
@@ -47,6 +51,8 @@ const HEAD_KEY = new TextEncoder().encode("head");
 const BLOCK_CACHE = 256;
 /** Decoded receipt lists kept in memory (eth_getLogs reads them block by block). */
 const RECEIPTS_CACHE = 1024;
+/** Headers kept in memory apart from their blocks. */
+const HEADER_CACHE = 2048;
 /** Canonical number → hash entries kept in memory. */
 const CANONICAL_CACHE = 8192;
 
@@ -101,6 +107,8 @@ interface SwitchPlan {
 export interface BlockTemplate {
   readonly block: Block;
   readonly parentHash: Uint8Array;
+  /** What a miner's proof must commit to, after `RSKBLOCK:` in the Bitcoin coinbase. */
+  readonly hashForMergedMining: Uint8Array;
   readonly rejected: readonly RejectedTransaction[];
 }
 
@@ -123,10 +131,11 @@ export interface MineOptions {
  * production calls it once per block, after the state and every root are final.
  */
 export interface BlockSealer {
-  seal(header: BlockHeader): Promise<BlockHeader>;
+  /** `header` with its merged-mining fields filled in: a proof that commits to `hashForMergedMining`. */
+  seal(header: BlockHeader, hashForMergedMining: Uint8Array): Promise<BlockHeader>;
 }
 
-/** Leaves the merged-mining fields empty: blocks of development networks, until proofs exist. */
+/** Leaves the merged-mining fields empty (with rules that check no proof of work). */
 export const UNSEALED: BlockSealer = { seal: async (header) => header };
 
 export interface ChainDeps {
@@ -162,6 +171,8 @@ export class Chain {
   #headState: { store: NodeStore; state: WorldState; root: string } | undefined;
   /** Recently used blocks by hash: reading a block recovers every sender, which is slow. */
   readonly #blocks = new Map<string, StoredBlock>();
+  /** Headers read alone (for fork-detection data), by hash. */
+  readonly #headers = new Map<string, BlockHeader>();
   /** Receipts of recently used blocks by block hash. */
   readonly #receipts = new Map<string, Receipt[]>();
   /**
@@ -284,6 +295,105 @@ export class Chain {
     return { blockHash: blockHash!, index: Number(bytesToBigint(index!, "transaction index")) };
   }
 
+  /** A block's header alone (cheaper than the block: no transaction is decoded). */
+  async getHeaderByHash(hash: Uint8Array): Promise<BlockHeader | undefined> {
+    const key = bytesToHex(hash);
+    const block = this.#blocks.get(key);
+    if (block !== undefined) return block.block.header;
+    const cached = this.#headers.get(key);
+    if (cached !== undefined) return cached;
+    const bytes = await this.#db.get(Bucket.HEADER, hash);
+    if (bytes === undefined) return undefined;
+    const header = decodeHeader(bytes);
+    remember(this.#headers, key, header, HEADER_CACHE);
+    return header;
+  }
+
+  /**
+   * What a proof of work of `header` commits to: keccak256 of the header without merged-mining
+   * fields, its last 12 bytes replaced from block 449 by fork-detection data computed from the
+   * header's ancestors (their Bitcoin headers at the checkpoint heights, their uncle counts).
+   * Throws `ChainError` when an ancestor is missing.
+   */
+  async hashForMergedMining(header: BlockHeader): Promise<Uint8Array> {
+    const base = hashForMergedMiningBase(header);
+    if (header.number < FORK_DETECTION_HEIGHT) return base;
+    const parent = await this.getHeaderByHash(header.parentHash);
+    if (parent === undefined) {
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `parent of block ${header.number} is not known: no fork-detection data`,
+      );
+    }
+    const ancestors = await this.#ancestorHeaders(header.parentHash, parent, header.number - 32n);
+    const uncleCounts = ancestors.slice(0, FORK_DETECTION_UNCLE_WINDOW).map((h) => h.uncleCount);
+    const cpvBitcoinHeaders: Uint8Array[] = [];
+    for (const height of cpvHeights(header.number)) {
+      const at = await this.#ancestorHeaderAt(header.parentHash, parent, height);
+      cpvBitcoinHeaders.push(at.bitcoinMergedMiningHeader);
+    }
+    return withForkDetectionData(
+      base,
+      forkDetectionData({ cpvBitcoinHeaders, uncleCounts, height: header.number }),
+    );
+  }
+
+  /** Like `hashForMergedMining`, but empty when an ancestor is missing (then no seal passes). */
+  async #hashForMergedMiningOrEmpty(header: BlockHeader): Promise<Uint8Array> {
+    try {
+      return await this.hashForMergedMining(header);
+    } catch (err) {
+      if (err instanceof ChainError) return new Uint8Array(32);
+      throw err;
+    }
+  }
+
+  /** Headers from `header` (hash `hash`) back to height `down` (not below 1), newest first. */
+  async #ancestorHeaders(
+    hash: Uint8Array,
+    header: BlockHeader,
+    down: bigint,
+  ): Promise<BlockHeader[]> {
+    const out: BlockHeader[] = [];
+    let current: BlockHeader | undefined = header;
+    let currentHash = hash;
+    while (current !== undefined && current.number >= (down < 1n ? 1n : down)) {
+      out.push(current);
+      if (current.number === 0n) break;
+      currentHash = current.parentHash;
+      current = await this.getHeaderByHash(currentHash);
+    }
+    return out;
+  }
+
+  /**
+   * The header at `height` on the branch of `header` (hash `hash`): walked back by parent until
+   * the branch meets the canonical chain, then read from the canonical index.
+   */
+  async #ancestorHeaderAt(
+    hash: Uint8Array,
+    header: BlockHeader,
+    height: bigint,
+  ): Promise<BlockHeader> {
+    let current = header;
+    let currentHash = hash;
+    for (;;) {
+      if (current.number === height) return current;
+      const canonical = await this.getCanonicalHash(current.number);
+      if (canonical !== undefined && bytesToHex(canonical) === bytesToHex(currentHash)) {
+        const at = await this.getCanonicalHash(height);
+        const found = at === undefined ? undefined : await this.getHeaderByHash(at);
+        if (found !== undefined) return found;
+        break;
+      }
+      const parent = await this.getHeaderByHash(current.parentHash);
+      if (parent === undefined) break;
+      currentHash = current.parentHash;
+      current = parent;
+    }
+    throw new ChainError(ChainErrorCode.CORRUPT, `no ancestor at height ${height}`);
+  }
+
   /** Blocks that keep their state, counting back from the head; `undefined` for all (archive). */
   get stateWindow(): number | undefined {
     return this.#stateWindow;
@@ -361,7 +471,8 @@ export class Chain {
       };
     };
     const now = BigInt(Math.floor(Date.now() / 1000));
-    const headerWhy = checkHeader(header, parent.block.header, this.#rules, now);
+    const hfmm = await this.hashForMergedMining(header);
+    const headerWhy = checkHeader(header, parent.block.header, this.#rules, now, hfmm);
     if (headerWhy !== undefined) return invalid(headerWhy);
     const ancestors = await this.#ancestors(parent, UNCLE_GENERATIONS);
     const used = new Set(
@@ -372,6 +483,7 @@ export class Chain {
       ancestors.map((a) => ({ hash: a.hash, header: a.block.header })),
       used,
       this.#rules,
+      await Promise.all(block.uncles.map((uncle) => this.#hashForMergedMiningOrEmpty(uncle))),
     );
     if (unclesWhy !== undefined) return invalid(unclesWhy);
     const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));
@@ -455,6 +567,7 @@ export class Chain {
       return {
         block: { header: built.header, transactions: built.run.included, uncles: [] },
         parentHash: parent.hash,
+        hashForMergedMining: await this.hashForMergedMining(built.header),
         rejected: built.run.rejected,
       };
     });
@@ -500,8 +613,9 @@ export class Chain {
   async #mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
     const parent = this.#head;
     const { header: unsealed, run } = await this.#build(parent, txs, opts, false);
-    const header = await this.#sealer.seal(unsealed);
-    const seal = this.#rules.checkSeal(header);
+    const hfmm = await this.hashForMergedMining(unsealed);
+    const header = await this.#sealer.seal(unsealed, hfmm);
+    const seal = this.#rules.checkSeal(header, hfmm);
     if (seal !== undefined) {
       throw new ChainError(
         ChainErrorCode.INVALID_BLOCK,

@@ -4,6 +4,8 @@ export const ChainErrorCode = {
   STATE_MISSING: "CHAIN_STATE_MISSING",
   CORRUPT: "CHAIN_CORRUPT",
   INVALID_BLOCK: "CHAIN_INVALID_BLOCK",
+  /** A miner's solution that cannot become a block (answered as -33000). */
+  MINING_SUBMISSION: "CHAIN_MINING_SUBMISSION",
 } as const;
 export type ChainErrorCode = (typeof ChainErrorCode)[keyof typeof ChainErrorCode];
 

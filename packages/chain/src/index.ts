@@ -14,6 +14,7 @@ export {
 } from "./chain.js";
 export { ChainError, ChainErrorCode } from "./errors.js";
 export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis.js";
+export { mergedMiningRules, SYNTHETIC_SEALER } from "./mergedMining.js";
 export {
   type ConsensusRules,
   checkHeader,

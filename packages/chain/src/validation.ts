@@ -7,8 +7,12 @@ import { type Block, type BlockHeader, bytesToHex, headerHash, unclesHash } from
 export interface ConsensusRules {
   /** The difficulty the child of `parent` made at `timestamp` with `uncleCount` uncles must have. */
   difficulty(parent: BlockHeader, timestamp: bigint, uncleCount: number): bigint;
-  /** Why the header's seal (proof of work) is not valid; `undefined` when it is. */
-  checkSeal(header: BlockHeader): string | undefined;
+  /**
+   * Why the header's seal (proof of work) is not valid; `undefined` when it is. The seal must
+   * commit to `hashForMergedMining`, which the chain computes (with fork-detection data from
+   * block 449).
+   */
+  checkSeal(header: BlockHeader, hashForMergedMining: Uint8Array): string | undefined;
 }
 
 /**
@@ -39,6 +43,7 @@ export function checkHeader(
   parent: BlockHeader,
   rules: ConsensusRules,
   now: bigint,
+  hashForMergedMining: Uint8Array,
 ): string | undefined {
   if (header.number !== parent.number + 1n)
     return `number ${header.number} does not follow its parent's ${parent.number}`;
@@ -63,7 +68,7 @@ export function checkHeader(
   const difficulty = rules.difficulty(parent, header.timestamp, header.uncleCount);
   if (header.difficulty !== difficulty)
     return `difficulty ${header.difficulty} is not the expected ${difficulty}`;
-  const seal = rules.checkSeal(header);
+  const seal = rules.checkSeal(header, hashForMergedMining);
   if (seal !== undefined) return `invalid merged-mining proof: ${seal}`;
   return undefined;
 }
@@ -78,6 +83,7 @@ export function checkUncles(
   ancestors: readonly { hash: Uint8Array; header: BlockHeader }[],
   usedUncles: ReadonlySet<string>,
   rules: ConsensusRules,
+  hashesForMergedMining: readonly Uint8Array[],
 ): string | undefined {
   const { header, uncles } = block;
   if (header.uncleCount !== uncles.length)
@@ -88,7 +94,7 @@ export function checkUncles(
   const ancestorHashes = new Set(ancestors.map((a) => bytesToHex(a.hash)));
   const ancestorHeaders = new Map(ancestors.map((a) => [bytesToHex(a.hash), a.header]));
   const seen = new Set<string>();
-  for (const uncle of uncles) {
+  for (const [i, uncle] of uncles.entries()) {
     const hash = bytesToHex(headerHash(uncle));
     if (seen.has(hash)) return `uncle ${hash} is included twice`;
     seen.add(hash);
@@ -98,7 +104,7 @@ export function checkUncles(
       return `uncle ${hash} at ${uncle.number} is not within ${UNCLE_GENERATIONS} generations of ${header.number}`;
     const parent = ancestorHeaders.get(bytesToHex(uncle.parentHash));
     if (parent === undefined) return `uncle ${hash}'s parent is not a recent ancestor`;
-    const why = checkHeader(uncle, parent, rules, uncle.timestamp);
+    const why = checkHeader(uncle, parent, rules, uncle.timestamp, hashesForMergedMining[i]!);
     if (why !== undefined) return `uncle ${hash}: ${why}`;
   }
   return undefined;

@@ -1,0 +1,172 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Executor } from "@nodex/evm";
+import { extractTaggedHash, verifyMergedMiningProof } from "@nodex/mergemining";
+import { Database } from "@nodex/state";
+import {
+  type Address,
+  type Block,
+  type BlockHeader,
+  bytesToHex,
+  FORK_DETECTION_HEIGHT,
+  hashForMergedMiningBase,
+  hexToBytes,
+  NETWORKS,
+  nullLogger,
+} from "@nodex/types";
+import { afterEach, describe, expect, it } from "vitest";
+import { Chain, mergedMiningRules, SYNTHETIC_SEALER } from "../../src/index.js";
+
+const network = NETWORKS.regtest;
+const executor = new Executor(network);
+const rules = mergedMiningRules(network);
+const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
+
+const dirs: string[] = [];
+const dbs: Database[] = [];
+afterEach(async () => {
+  for (const db of dbs.splice(0)) await db.close().catch(() => {});
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function newChain(): Promise<Chain> {
+  const dir = mkdtempSync(join(tmpdir(), "nodex-mm-"));
+  dirs.push(dir);
+  const db = await Database.open(join(dir, "db"));
+  dbs.push(db);
+  return Chain.open(network, { db, executor, logger: nullLogger, rules, sealer: SYNTHETIC_SEALER });
+}
+
+async function mineEmpty(chain: Chain, count: number, from = 1_000n): Promise<Block[]> {
+  const out: Block[] = [];
+  for (let i = 0; i < count; i++) {
+    const mined = await chain.mine([], { coinbase: MINER, timestamp: from + BigInt(i) });
+    out.push(mined.block);
+  }
+  return out;
+}
+
+const flip = (bytes: Uint8Array, index: number): Uint8Array => {
+  const out = bytes.slice();
+  out[index] = out[index]! ^ 0x01;
+  return out;
+};
+const withHeader = (block: Block, change: Partial<BlockHeader>): Block => ({
+  ...block,
+  header: { ...block.header, ...change },
+});
+
+describe("merged mining on the chain", () => {
+  it("seals every mined block with a real proof of its hashForMergedMining", async () => {
+    const chain = await newChain();
+    const [block] = await mineEmpty(chain, 1);
+    const { header } = block!;
+    expect(header.bitcoinMergedMiningHeader).toHaveLength(80);
+    const hfmm = await chain.hashForMergedMining(header);
+    expect(bytesToHex(hfmm)).toBe(bytesToHex(hashForMergedMiningBase(header)));
+    expect(bytesToHex(extractTaggedHash(header.bitcoinMergedMiningCoinbaseTransaction)!)).toBe(
+      bytesToHex(hfmm),
+    );
+    const verified = verifyMergedMiningProof({
+      hashForMergedMining: hfmm,
+      difficulty: header.difficulty,
+      bitcoinHeader: header.bitcoinMergedMiningHeader,
+      coinbase: header.bitcoinMergedMiningCoinbaseTransaction,
+      merkleProof: header.bitcoinMergedMiningMerkleProof,
+    });
+    expect(verified.ok).toBe(true);
+  });
+
+  it("imports sealed blocks on another node and refuses forged proofs, saying why", async () => {
+    const source = await newChain();
+    const blocks = await mineEmpty(source, 3);
+    const node = await newChain();
+    expect((await node.importBlock(blocks[0]!)).result).toBe("IMPORTED_BEST");
+
+    const forged: [string, Block, string][] = [
+      [
+        "a flipped bit in the Bitcoin header",
+        withHeader(blocks[1]!, {
+          bitcoinMergedMiningHeader: flip(blocks[1]!.header.bitcoinMergedMiningHeader, 40),
+        }),
+        "invalid merged-mining proof",
+      ],
+      [
+        "a flipped bit in the coinbase",
+        withHeader(blocks[1]!, {
+          bitcoinMergedMiningCoinbaseTransaction: flip(
+            blocks[1]!.header.bitcoinMergedMiningCoinbaseTransaction,
+            50,
+          ),
+        }),
+        "invalid merged-mining proof",
+      ],
+      [
+        "no proof at all",
+        withHeader(blocks[1]!, {
+          bitcoinMergedMiningHeader: new Uint8Array(),
+          bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
+        }),
+        "invalid merged-mining proof",
+      ],
+      [
+        "the proof of another block",
+        withHeader(blocks[1]!, {
+          bitcoinMergedMiningHeader: blocks[2]!.header.bitcoinMergedMiningHeader,
+          bitcoinMergedMiningCoinbaseTransaction:
+            blocks[2]!.header.bitcoinMergedMiningCoinbaseTransaction,
+          bitcoinMergedMiningMerkleProof: blocks[2]!.header.bitcoinMergedMiningMerkleProof,
+        }),
+        "invalid merged-mining proof",
+      ],
+    ];
+    for (const [what, block, reason] of forged) {
+      const res = await node.importBlock(block);
+      expect(res.result, what).toBe("INVALID_BLOCK");
+      expect(res.result === "INVALID_BLOCK" && res.reason, what).toContain(reason);
+    }
+    expect(node.head.block.header.number).toBe(1n);
+    expect((await node.importBlock(blocks[1]!)).result).toBe("IMPORTED_BEST");
+    expect((await node.importBlock(blocks[2]!)).result).toBe("IMPORTED_BEST");
+  });
+
+  it("commits to fork-detection data from block 449, and other nodes check it", async () => {
+    const source = await newChain();
+    const blocks = await mineEmpty(source, Number(FORK_DETECTION_HEIGHT) + 2);
+    const last = blocks[blocks.length - 1]!.header;
+    const hfmm = await source.hashForMergedMining(last);
+    const base = hashForMergedMiningBase(last);
+    expect(bytesToHex(hfmm.subarray(0, 20))).toBe(bytesToHex(base.subarray(0, 20)));
+    expect(bytesToHex(hfmm.subarray(20))).not.toBe(bytesToHex(base.subarray(20)));
+    // Bytes 8..11: the height, big-endian.
+    expect(new DataView(hfmm.buffer, hfmm.byteOffset).getUint32(28)).toBe(Number(last.number));
+
+    const node = await newChain();
+    for (const block of blocks)
+      expect((await node.importBlock(block)).result).toBe("IMPORTED_BEST");
+    expect(bytesToHex(node.head.hash)).toBe(bytesToHex(source.head.hash));
+  }, 60_000);
+});
+
+describe("difficulty", () => {
+  const parent = { difficulty: 2_048_000n, timestamp: 1_000n } as BlockHeader;
+  it("rises when blocks come faster than the target, falls when slower, never below the minimum", () => {
+    expect(rules.difficulty(parent, 1_005n, 0)).toBe(2_049_000n);
+    expect(rules.difficulty(parent, 1_010n, 0)).toBe(2_048_000n);
+    expect(rules.difficulty(parent, 1_020n, 0)).toBe(2_047_000n);
+    // Each uncle stretches the target time.
+    expect(rules.difficulty(parent, 1_015n, 1)).toBe(2_049_000n);
+    expect(rules.difficulty({ difficulty: 1n, timestamp: 0n } as BlockHeader, 100n, 0)).toBe(1n);
+  });
+
+  it("refuses an imported block whose difficulty is not the computed one", async () => {
+    const source = await newChain();
+    const [block] = await mineEmpty(source, 1);
+    const node = await newChain();
+    const res = await node.importBlock(withHeader(block!, { difficulty: 5n }));
+    expect(res.result === "INVALID_BLOCK" && res.reason).toContain(
+      "difficulty 5 is not the expected 1",
+    );
+  });
+});
