@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { Chain } from "@nodex/chain";
+import { Chain, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
 import { Executor } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import type { Logger } from "@nodex/types";
@@ -27,6 +27,10 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
       executor,
       logger: logger.child({ module: "chain" }),
       ...(config.stateWindow === "all" ? {} : { stateWindow: config.stateWindow }),
+      // Every network checks merged-mining proofs; development networks seal their own blocks
+      // with proofs of synthetic Bitcoin blocks, so there is no bypass anywhere.
+      rules: mergedMiningRules(config.network),
+      ...(config.network.devAccounts ? { sealer: SYNTHETIC_SEALER } : {}),
     });
     return { db, executor, chain };
   } catch (err) {

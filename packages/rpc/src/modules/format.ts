@@ -1,4 +1,5 @@
 import type { StoredBlock } from "@nodex/chain";
+import { forkDetectionDataFromCoinbase } from "@nodex/mergemining";
 import type { StateProof } from "@nodex/state";
 import {
   type BlockHeader,
@@ -6,9 +7,11 @@ import {
   contractAddress,
   encodeBlock,
   encodeQuantity,
+  FORK_DETECTION_HEIGHT,
   hashForMergedMiningBase,
   headerHash,
   type SignedTransaction,
+  withForkDetectionData,
 } from "@nodex/types";
 import type { FoundLog, IncludedReceipt } from "../ledger.js";
 
@@ -59,7 +62,7 @@ function formatHeaderFields(header: BlockHeader, hash: Uint8Array): Record<strin
       header.bitcoinMergedMiningCoinbaseTransaction,
     ),
     bitcoinMergedMiningMerkleProof: bytesToHex(header.bitcoinMergedMiningMerkleProof),
-    hashForMergedMining: bytesToHex(hashForMergedMiningBase(header)),
+    hashForMergedMining: bytesToHex(hashForMergedMining(header)),
     paidFees: encodeQuantity(header.paidFees),
   };
 }
@@ -158,4 +161,20 @@ export function formatProof(proof: StateProof): Record<string, unknown> {
       proof: s.proof.map(bytesToHex),
     })),
   };
+}
+
+/**
+ * A sealed header's hashForMergedMining: from block 449 the last 12 bytes are the fork-detection
+ * data its miner wrote after the tag (the chain checked them against the block's ancestors when
+ * it took the block in).
+ */
+function hashForMergedMining(header: BlockHeader): Uint8Array {
+  const base = hashForMergedMiningBase(header);
+  const coinbase = header.bitcoinMergedMiningCoinbaseTransaction;
+  if (header.number < FORK_DETECTION_HEIGHT || coinbase.length === 0) return base;
+  try {
+    return withForkDetectionData(base, forkDetectionDataFromCoinbase(coinbase, base));
+  } catch {
+    return base;
+  }
 }
