@@ -9,6 +9,12 @@ export const COMPRESSED_COINBASE_PREFIX_SIZE = 40;
 /** At most this many bytes may follow the 32-byte hash after the tag. */
 export const MAX_BYTES_AFTER_MERGED_MINING_HASH = 128;
 
+/**
+ * SHA-256 messages are shorter than 2^64 bits. A larger count in a compressed coinbase would wrap
+ * in the length padding and give the same txid as a smaller one, so it is rejected.
+ */
+export const MAX_SHA256_BYTES = 1n << 61n;
+
 /** The three parts of a compressed coinbase. */
 export interface CompressedCoinbaseParts {
   /** Bytes of the coinbase already hashed into `midstate` (a multiple of 64). */
@@ -67,6 +73,12 @@ export function splitCompressedCoinbase(compressed: Uint8Array): CompressedCoinb
     throw malformed(
       `the byte count of a coinbase midstate must be a multiple of 64, got ${hashedLength}`,
     );
+  }
+  if (
+    hashedLength + BigInt(compressed.length - COMPRESSED_COINBASE_PREFIX_SIZE) >=
+    MAX_SHA256_BYTES
+  ) {
+    throw malformed(`the byte count of a coinbase midstate is too large: ${hashedLength}`);
   }
   return {
     hashedLength,

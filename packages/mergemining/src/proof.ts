@@ -3,6 +3,7 @@ import { concatBytes, equalBytes, lastIndexOf, reverseBytes } from "./bytes.js";
 import {
   COMPRESSED_COINBASE_PREFIX_SIZE,
   MAX_BYTES_AFTER_MERGED_MINING_HASH,
+  MAX_SHA256_BYTES,
   RSK_TAG,
 } from "./coinbase.js";
 import { doubleSha256 } from "./doubleSha256.js";
@@ -24,7 +25,10 @@ export const ProofFailure = {
   PROOF_TOO_LONG: "PROOF_TOO_LONG",
   /** The header's double-SHA256, read as a number, is above 2^256 / max(difficulty, 3). */
   POW_ABOVE_TARGET: "POW_ABOVE_TARGET",
-  /** The compressed coinbase lacks its 40 bytes of count and midstate, or the count is not a multiple of 64. */
+  /**
+   * The compressed coinbase lacks its 40 bytes of count and midstate, or the count is not a
+   * multiple of 64, or count + tail reach 2^61 bytes (2^64 bits, beyond SHA-256).
+   */
   COINBASE_MALFORMED: "COINBASE_MALFORMED",
   /** No `RSKBLOCK:` at all in the coinbase tail. */
   TAG_MISSING: "TAG_MISSING",
@@ -150,6 +154,14 @@ export function verifyMergedMiningProof(input: MergedMiningProofInput): ProofVer
     );
   }
   const tail = coinbase.subarray(COMPRESSED_COINBASE_PREFIX_SIZE);
+  if (hashedLength + BigInt(tail.length) >= MAX_SHA256_BYTES) {
+    // The reference reads the count as a signed long and lets the bit length wrap: a count with
+    // any of its top three bits set would give the same txid as without. Rejected here.
+    return fail(
+      ProofFailure.COINBASE_MALFORMED,
+      `compressed coinbase byte count ${hashedLength} is beyond a SHA-256 message length`,
+    );
+  }
 
   const expected = concatBytes(RSK_TAG, hashForMergedMining);
   const at = lastIndexOf(tail, expected);

@@ -200,7 +200,8 @@ export function sha256FromMidstate(
   const padded = new Uint8Array(rest < 56 ? 64 : 128);
   padded.set(tail.subarray(whole));
   padded[rest] = 0x80;
-  let bits = ((hashedLength + BigInt(tail.length)) * 8n) & 0xffffffffffffffffn;
+  let bits = (hashedLength + BigInt(tail.length)) * 8n;
+  if (bits >= 1n << 64n) throw new RangeError("SHA-256 messages are shorter than 2^64 bits");
   for (let i = padded.length - 1; i >= padded.length - 8; i--) {
     padded[i] = Number(bits & 0xffn);
     bits >>= 8n;
