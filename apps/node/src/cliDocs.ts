@@ -1,4 +1,4 @@
-import { COMMAND_FLAGS, OPTIONS } from "./options.js";
+import { COMMAND_FLAGS, COMMANDS, commandSettingFlags, OPTIONS } from "./options.js";
 
 /** `docs/cli.md`, generated from the option table (`npm run docs:cli -w apps/node`). */
 export function cliMarkdown(): string {
@@ -10,6 +10,26 @@ export function cliMarkdown(): string {
     return `| ${flags.join(", ")} | \`${o.env}\` | \`${o.key}\`${o.list ? " (list)" : ""} | ${o.defaultText} | ${o.description} |`;
   });
   const commands = Object.entries(COMMAND_FLAGS).map(([flag, text]) => `| \`${flag}\` | ${text} |`);
+  const subcommands = COMMANDS.flatMap((c) => [
+    `### \`nodex ${c.name}\``,
+    "",
+    "```",
+    `nodex ${c.name} ${c.synopsis}`,
+    "```",
+    "",
+    `${c.description[0]!.toUpperCase()}${c.description.slice(1)}.`,
+    "",
+    ...(c.options.length === 0
+      ? []
+      : [
+          "| flag | meaning |",
+          "|---|---|",
+          ...c.options.map(
+            (o) => `| \`${o.flag}${o.valueName ? ` ${o.valueName}` : ""}\` | ${o.description} |`,
+          ),
+          "",
+        ]),
+  ]);
   return [
     "# The `nodex` command",
     "",
@@ -17,6 +37,7 @@ export function cliMarkdown(): string {
     "",
     "```",
     "nodex [--mainnet | --testnet | --devnet | --regtest | --network NAME] [options]",
+    ...COMMANDS.map((c) => `nodex ${c.name} ${c.synopsis}`),
     "```",
     "",
     "Bare `nodex` joins mainnet; `npm start` runs a regtest node on http://127.0.0.1:4444.",
@@ -47,12 +68,28 @@ export function cliMarkdown(): string {
     "|---|---|",
     ...commands,
     "",
+    "## Commands",
+    "",
+    "A command is the first word that is not an option. The commands work on the datadir's database",
+    "while no node runs on it. They take these options of the node, as flags, environment variables",
+    "or config keys as the node does:",
+    "",
+    `${commandSettingFlags()
+      .map((f) => `\`${f}\``)
+      .join(", ")}.`,
+    "",
+    "Other flags of the node are refused; its other settings in the environment or the config file",
+    "are ignored. The commands log warnings and errors only unless `--log-level` says otherwise, and",
+    "print their progress and results on standard error. See [operations.md](operations.md) for",
+    "moving a chain between nodes.",
+    "",
+    ...subcommands,
     "## Exit codes",
     "",
     "| code | meaning |",
     "|---|---|",
-    "| 0 | stopped cleanly (SIGINT or SIGTERM), or `--help` / `--version` |",
-    "| 1 | failed at run time (for example the RPC port is taken) |",
+    "| 0 | stopped cleanly (SIGINT or SIGTERM), or `--help` / `--version`, or a command done |",
+    "| 1 | failed at run time (for example the RPC port is taken), or a command failed or a block was refused |",
     "| 2 | bad usage: unknown option, bad value, unreadable config file |",
     "",
     "A second SIGINT or SIGTERM during shutdown exits at once with code 1.",

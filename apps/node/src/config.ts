@@ -9,7 +9,16 @@ import {
   type NetworkName,
   type NetworkPreset,
 } from "@nodex/types";
-import { COMMAND_FLAGS, OPTIONS, type OptionDef } from "./options.js";
+import {
+  COMMAND_FLAGS,
+  COMMAND_SETTINGS,
+  COMMANDS,
+  type CommandDef,
+  type CommandOptionDef,
+  commandSettingFlags,
+  OPTIONS,
+  type OptionDef,
+} from "./options.js";
 
 /** A mistake in the command line, environment or config file: exit 2 with the message. */
 export class UsageError extends Error {
@@ -35,8 +44,32 @@ export interface NodeConfig {
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
 }
 
+/** `nodex export FILE`: canonical blocks `from`..`to` to a file of RLP blocks. */
+export interface ExportCommand {
+  readonly kind: "export";
+  readonly config: NodeConfig;
+  /** Absolute path, or `"-"` for standard output. */
+  readonly file: string;
+  /** First block; `undefined` means 1. */
+  readonly from: bigint | undefined;
+  /** Last block; `undefined` means the head. */
+  readonly to: bigint | undefined;
+  /** Overwrite `file` when it exists. */
+  readonly force: boolean;
+}
+
+/** `nodex import FILE`: the blocks of a file of RLP blocks into the chain. */
+export interface ImportCommand {
+  readonly kind: "import";
+  readonly config: NodeConfig;
+  /** Absolute path, or `"-"` for standard input. */
+  readonly file: string;
+}
+
 export type Command =
   | { readonly kind: "run"; readonly config: NodeConfig }
+  | ExportCommand
+  | ImportCommand
   | { readonly kind: "help" }
   | { readonly kind: "version" };
 
@@ -61,14 +94,33 @@ const byAlias = new Map<string, { option: OptionDef; value: string }>(
   ),
 );
 const byKey = new Map<string, OptionDef>(OPTIONS.map((o) => [o.key, o]));
+const commandByName = new Map<string, CommandDef>(COMMANDS.map((c) => [c.name, c]));
+const commandFlags = new Map<string, CommandOptionDef>(
+  COMMANDS.flatMap((c) => c.options.map((o) => [o.flag, o] as const)),
+);
+
+/** What the command line says, before the environment and the file are read. */
+interface ParsedArgv {
+  readonly values: Values;
+  /** The first word, when it names a command. */
+  readonly command: CommandDef | undefined;
+  /** Words after the command. */
+  readonly operands: readonly string[];
+  /** Flags of the node, as typed, with the setting each one sets. */
+  readonly flags: readonly { readonly flag: string; readonly key: string }[];
+  /** Flags of commands (`--from`), with their parsed values (`true` for switches). */
+  readonly commandValues: ReadonlyMap<string, unknown>;
+}
 
 /**
  * Reads the command line, `NODEX_*` variables and the config file into one config.
  * Precedence: flag > environment > config file > network preset > default.
  */
 export function parseCommandLine(environment: Environment): Command {
-  const fromFlags = parseArgv(environment.argv);
-  if (fromFlags === "help" || fromFlags === "version") return { kind: fromFlags };
+  const parsed = parseArgv(environment.argv);
+  if (parsed === "help" || parsed === "version") return { kind: parsed };
+  const { values: fromFlags, command } = parsed;
+  checkCommandFlags(command, parsed);
   const fromEnv = parseEnv(environment.env);
   const configPath = (fromFlags.get("config") ?? fromEnv.get("config")) as string | undefined;
   const fromFile =
@@ -113,7 +165,8 @@ export function parseCommandLine(environment: Environment): Command {
   const config: NodeConfig = {
     network,
     datadir,
-    logLevel: pick<LogLevel>("logLevel") ?? "info",
+    // The commands log warnings and errors only unless told: they print their own progress.
+    logLevel: pick<LogLevel>("logLevel") ?? (command === undefined ? "info" : "warn"),
     logFormat: pick<LogFormat>("logFormat") ?? (environment.isTTY ? "pretty" : "json"),
     coinbase: pick<string>("coinbase"),
     stateWindow:
@@ -123,6 +176,7 @@ export function parseCommandLine(environment: Environment): Command {
     rpc: Object.freeze(rpc),
     sources: Object.freeze(sources),
   };
+  if (command !== undefined) return commandOf(command, parsed, Object.freeze(config), environment);
   if (config.mineInterval > 0 && !dev) {
     throw new UsageError(
       `--mine-interval works on regtest and devnet only: blocks of ${network.name} are made by merged mining`,
@@ -131,47 +185,122 @@ export function parseCommandLine(environment: Environment): Command {
   return { kind: "run", config: Object.freeze(config) };
 }
 
-function parseArgv(argv: readonly string[]): Values | "help" | "version" {
+function parseArgv(argv: readonly string[]): ParsedArgv | "help" | "version" {
   if (argv.includes("--help") || argv.includes("-h")) return "help";
   if (argv.includes("--version")) return "version";
   const values: Values = new Map();
   const networkFlag: string[] = [];
+  const flags: { flag: string; key: string }[] = [];
+  const commandValues = new Map<string, unknown>();
+  let command: CommandDef | undefined;
+  const operands: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
+    if (arg === "-" || !arg.startsWith("-")) {
+      if (command !== undefined) operands.push(arg);
+      else if (commandByName.has(arg)) command = commandByName.get(arg);
+      else throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
+      continue;
+    }
     const eq = arg.indexOf("=");
     const flag = arg.startsWith("--") && eq !== -1 ? arg.slice(0, eq) : arg;
     const alias = byAlias.get(flag);
     if (alias !== undefined) {
       if (eq !== -1) throw new UsageError(`option ${flag} takes no value`);
       if (alias.option.key === "network") networkFlag.push(flag);
+      flags.push({ flag, key: alias.option.key });
       setValue(values, alias.option, alias.value, flag);
       continue;
     }
+    const commandOption = commandFlags.get(flag);
     const option = byFlag.get(flag);
-    if (option === undefined) {
-      throw new UsageError(
-        arg.startsWith("-")
-          ? `unknown option ${flag}`
-          : `unexpected argument ${JSON.stringify(arg)}`,
-      );
+    if (option === undefined && commandOption === undefined) {
+      throw new UsageError(`unknown option ${flag}`);
+    }
+    const valueName = option?.valueName ?? commandOption?.valueName;
+    if (commandOption !== undefined && valueName === undefined) {
+      if (eq !== -1) throw new UsageError(`option ${flag} takes no value`);
+      commandValues.set(flag, true);
+      continue;
     }
     let text: string | undefined;
     if (eq !== -1) text = arg.slice(eq + 1);
     else {
       text = argv[i + 1];
       if (text === undefined || (text.startsWith("--") && text.length > 2)) {
-        throw new UsageError(`option ${flag} needs a value (${option.valueName ?? "VALUE"})`);
+        throw new UsageError(`option ${flag} needs a value (${valueName ?? "VALUE"})`);
       }
       i++;
     }
-    if (option.key === "network") networkFlag.push(`${flag} ${text}`);
-    setValue(values, option, text, flag);
+    if (commandOption !== undefined) {
+      commandValues.set(flag, parseCommandValue(commandOption, text));
+      continue;
+    }
+    if (option!.key === "network") networkFlag.push(`${flag} ${text}`);
+    flags.push({ flag, key: option!.key });
+    setValue(values, option!, text, flag);
   }
   const chosen = new Set(networkFlag.map((f) => byAlias.get(f)?.value ?? f.split(" ")[1]));
   if (chosen.size > 1) {
     throw new UsageError(`conflicting network options: ${networkFlag.join(" and ")}`);
   }
-  return values;
+  return { values, command, operands, flags, commandValues };
+}
+
+function parseCommandValue(option: CommandOptionDef, text: string): unknown {
+  try {
+    return option.parse === undefined ? text : option.parse(text);
+  } catch (err) {
+    throw new UsageError(`invalid value for ${option.flag}: ${(err as Error).message}`);
+  }
+}
+
+/** A command takes its own flags and the node's settings it reads; the node no command flags. */
+function checkCommandFlags(command: CommandDef | undefined, parsed: ParsedArgv): void {
+  for (const { flag, key } of parsed.flags) {
+    if (command !== undefined && !COMMAND_SETTINGS.includes(key)) {
+      throw new UsageError(`option ${flag} does not apply to nodex ${command.name}`);
+    }
+  }
+  for (const flag of parsed.commandValues.keys()) {
+    if (command === undefined || !command.options.some((o) => o.flag === flag)) {
+      const owners = COMMANDS.filter((c) => c.options.some((o) => o.flag === flag));
+      throw new UsageError(
+        `option ${flag} works with ${owners.map((c) => `nodex ${c.name}`).join(", ")} only`,
+      );
+    }
+  }
+}
+
+function commandOf(
+  command: CommandDef,
+  parsed: ParsedArgv,
+  config: NodeConfig,
+  environment: Environment,
+): ExportCommand | ImportCommand {
+  const [file, extra] = parsed.operands;
+  const stream = command.name === "export" ? "standard output" : "standard input";
+  if (file === undefined) {
+    throw new UsageError(`nodex ${command.name} needs a FILE (- for ${stream})`);
+  }
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
+  if (file.trim() === "") throw new UsageError(`the FILE of nodex ${command.name} is empty`);
+  const path =
+    file === "-" ? "-" : expandHome(file, environment.home ?? homedir(), environment.cwd ?? ".");
+  if (command.name === "import") return Object.freeze({ kind: "import", config, file: path });
+  const from = parsed.commandValues.get("--from") as bigint | undefined;
+  const to = parsed.commandValues.get("--to") as bigint | undefined;
+  if (from !== undefined && to !== undefined && from > to) {
+    throw new UsageError(`--from ${from} is after --to ${to}`);
+  }
+  return Object.freeze({
+    kind: "export",
+    config,
+    file: path,
+    from,
+    to,
+    force: parsed.commandValues.get("--force") === true,
+  });
 }
 
 function setValue(values: Values, option: OptionDef, text: string, where: string): void {
@@ -261,6 +390,7 @@ function unique<T>(items: readonly T[]): readonly T[] {
 export function helpText(): string {
   const lines = [
     "Usage: nodex [options]",
+    ...COMMANDS.map((c) => `       nodex ${c.name} ${c.synopsis}`),
     "",
     "Runs a Nodex full node. With no network option it joins mainnet.",
     "Every option can also be set by its environment variable or in the --config file;",
@@ -280,5 +410,15 @@ export function helpText(): string {
     lines.push(`  ${flag}`);
     lines.push(`      ${text}`);
   }
+  lines.push("", "Commands:");
+  for (const c of COMMANDS) {
+    lines.push(`  nodex ${c.name} ${c.synopsis}`);
+    lines.push(`      ${c.description}`);
+    for (const o of c.options) {
+      lines.push(`    ${o.flag}${o.valueName ? ` ${o.valueName}` : ""}`);
+      lines.push(`        ${o.description}`);
+    }
+  }
+  lines.push(`  The commands take these options of the node: ${commandSettingFlags().join(", ")}.`);
   return `${lines.join("\n")}\n`;
 }

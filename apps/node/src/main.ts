@@ -1,5 +1,12 @@
 import "./polyfills.js";
-import { helpText, parseCommandLine, UsageError } from "./config.js";
+import { ChainFileError, exportChain, importChain } from "./chainFile.js";
+import {
+  type ExportCommand,
+  helpText,
+  type ImportCommand,
+  parseCommandLine,
+  UsageError,
+} from "./config.js";
 import { createLogger } from "./logger.js";
 import { createNode } from "./node.js";
 import { NODEX_VERSION } from "./version.js";
@@ -28,6 +35,7 @@ async function main(): Promise<number> {
     process.stdout.write(`nodex ${NODEX_VERSION}\n`);
     return 0;
   }
+  if (command.kind === "export" || command.kind === "import") return runChainFile(command);
   const { config } = command;
   const logger = createLogger({ level: config.logLevel, format: config.logFormat });
   const node = createNode(config, logger);
@@ -61,6 +69,31 @@ async function main(): Promise<number> {
     return 1;
   }
   return -1;
+}
+
+/** `nodex export` and `nodex import`: 0 done, 1 refused or failed. */
+async function runChainFile(command: ExportCommand | ImportCommand): Promise<number> {
+  const { config } = command;
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  try {
+    if (command.kind === "export") {
+      await exportChain(command, logger);
+      return 0;
+    }
+    // The first signal stops the import after the block being written; a second one exits.
+    let signals = 0;
+    const onSignal = () => {
+      if (++signals > 1) process.exit(1);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    const summary = await importChain(command, logger, { interrupted: () => signals > 0 });
+    return summary.refused === undefined && !summary.interrupted ? 0 : 1;
+  } catch (err) {
+    if (!(err instanceof ChainFileError)) throw err;
+    process.stderr.write(`nodex ${command.kind}: ${err.message}\n`);
+    return 1;
+  }
 }
 
 function describeStartError(err: unknown, host: string, port: number): string {

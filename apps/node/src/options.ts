@@ -258,3 +258,76 @@ export const COMMAND_FLAGS = {
   "--help": "print this help and exit",
   "--version": "print the version and exit",
 } as const;
+
+/** A flag of one command only (`nodex export --from N`): on the command line, not in env or file. */
+export interface CommandOptionDef {
+  readonly flag: string;
+  /** Placeholder shown in help; absent for switches. */
+  readonly valueName?: string;
+  readonly description: string;
+  readonly parse?: ValueParser;
+}
+
+/** A command given as the first word (`nodex export FILE`), with its own flags. */
+export interface CommandDef {
+  readonly name: "export" | "import";
+  /** What follows `nodex <name>` in help and docs. */
+  readonly synopsis: string;
+  readonly description: string;
+  readonly options: readonly CommandOptionDef[];
+}
+
+const BLOCK_NUMBER: ValueParser = (text) => {
+  if (!/^\d{1,19}$/.test(text)) throw new Error(`${JSON.stringify(text)} is not a block number`);
+  return BigInt(text);
+};
+
+/** Settings of the node that the commands read; the commands refuse the other flags. */
+export const COMMAND_SETTINGS: readonly string[] = [
+  "network",
+  "datadir",
+  "stateWindow",
+  "logLevel",
+  "logFormat",
+  "config",
+];
+
+/** Every command, in help order. `--help`, `docs/cli.md` and the parser read this table. */
+export const COMMANDS: readonly CommandDef[] = [
+  {
+    name: "export",
+    synopsis: "FILE [--from N] [--to M] [--force] [options]",
+    description:
+      "write the canonical blocks from N to M (default 1 to the head; every node has genesis) to FILE as a stream of RLP blocks, as geth's export does; - writes to standard output. Refuses while a node uses the datadir, and an existing FILE without --force",
+    options: [
+      {
+        flag: "--from",
+        valueName: "N",
+        description: "first block to write (default 1)",
+        parse: BLOCK_NUMBER,
+      },
+      {
+        flag: "--to",
+        valueName: "M",
+        description: "last block to write (default the head)",
+        parse: BLOCK_NUMBER,
+      },
+      { flag: "--force", description: "overwrite FILE if it exists" },
+    ],
+  },
+  {
+    name: "import",
+    synopsis: "FILE [options]",
+    description:
+      "read FILE (- for standard input) as a stream of RLP blocks and import them in order, with the chain's rules; blocks already there are skipped; stops at the first block refused (exit 1). Refuses while a node uses the datadir",
+    options: [],
+  },
+];
+
+/** The flags of the settings the commands read, aliases included, in option order. */
+export function commandSettingFlags(): string[] {
+  return OPTIONS.filter((o) => COMMAND_SETTINGS.includes(o.key)).flatMap((o) => [
+    o.flag,
+    ...Object.keys(o.aliases ?? {}),
+  ]);
+}
