@@ -16,6 +16,13 @@ export { ChainError, ChainErrorCode } from "./errors.js";
 export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis.js";
 export { mergedMiningRules, SYNTHETIC_SEALER } from "./mergedMining.js";
 export {
+  type MergedMiningWork,
+  MinerServer,
+  type MinerServerOptions,
+  type SubmittedBlock,
+  syntheticHeader,
+} from "./minerServer.js";
+export {
   type ConsensusRules,
   checkHeader,
   checkUncles,

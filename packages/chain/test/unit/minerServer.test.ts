@@ -1,0 +1,241 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Executor } from "@nodex/evm";
+import {
+  buildSyntheticProof,
+  doubleSha256,
+  hashMeetsTarget,
+  syntheticCoinbase,
+  txid,
+} from "@nodex/mergemining";
+import { Database } from "@nodex/state";
+import {
+  type Address,
+  bytesToHex,
+  deriveDevAccounts,
+  hexToBytes,
+  NETWORKS,
+  nullLogger,
+  type SignedTransaction,
+  signTransaction,
+} from "@nodex/types";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  Chain,
+  ChainError,
+  MinerServer,
+  mergedMiningRules,
+  SYNTHETIC_SEALER,
+  syntheticHeader,
+} from "../../src/index.js";
+
+const network = NETWORKS.regtest;
+const executor = new Executor(network);
+const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
+const [alice, bob] = deriveDevAccounts();
+
+const dirs: string[] = [];
+const dbs: Database[] = [];
+afterEach(async () => {
+  for (const db of dbs.splice(0)) await db.close().catch(() => {});
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function setup(pending: SignedTransaction[] = []) {
+  const dir = mkdtempSync(join(tmpdir(), "nodex-miner-"));
+  dirs.push(dir);
+  const db = await Database.open(join(dir, "db"));
+  dbs.push(db);
+  const chain = await Chain.open(network, {
+    db,
+    executor,
+    logger: nullLogger,
+    rules: mergedMiningRules(network),
+    sealer: SYNTHETIC_SEALER,
+  });
+  const server = new MinerServer(chain, {
+    coinbase: () => MINER,
+    transactions: () => pending,
+    logger: nullLogger,
+  });
+  return { chain, server };
+}
+
+/** Mines the work as a pool would: a Bitcoin block whose coinbase carries the tag. */
+async function solve(server: MinerServer) {
+  const work = await server.getWork();
+  const proof = buildSyntheticProof({
+    hashForMergedMining: work.blockHashForMergedMining,
+    difficulty: 1n,
+    time: Math.floor(Date.now() / 1000),
+  });
+  return { work, proof };
+}
+
+describe("MinerServer", () => {
+  it("hands out work once with notify, then without, until the head moves", async () => {
+    const { chain, server } = await setup();
+    const first = await server.getWork();
+    expect(first.notify).toBe(true);
+    expect(bytesToHex(first.parentBlockHash)).toBe(bytesToHex(chain.head.hash));
+    // Regtest difficulty 1 counts as 3: target floor(2^256 / 3).
+    expect(bytesToHex(first.target)).toBe(`0x${"55".repeat(32)}`);
+    expect(first.feesPaidToMiner).toBe(0n);
+    const again = await server.getWork();
+    expect(again.notify).toBe(false);
+    expect(bytesToHex(again.blockHashForMergedMining)).toBe(
+      bytesToHex(first.blockHashForMergedMining),
+    );
+    await chain.mine([], { coinbase: MINER });
+    const next = await server.getWork();
+    expect(next.notify).toBe(true);
+    expect(bytesToHex(next.parentBlockHash)).toBe(bytesToHex(chain.head.hash));
+  });
+
+  it("takes a whole Bitcoin block, finds the block by the coinbase's tag and imports it", async () => {
+    const pending = [
+      signTransaction(
+        {
+          nonce: 0n,
+          gasPrice: 2n,
+          gasLimit: 21_000n,
+          to: bob!.address,
+          value: 9n,
+          data: new Uint8Array(),
+        },
+        alice!.privateKey,
+        33,
+      ),
+    ];
+    const { chain, server } = await setup(pending);
+    const { work, proof } = await solve(server);
+    expect(work.feesPaidToMiner).toBe(42_000n);
+    const res = await server.submitBitcoinBlock(proof.bitcoinBlock);
+    expect(res.blockImportedResult).toBe("IMPORTED_BEST");
+    expect(res.blockIncludedHeight).toBe(1n);
+    expect(bytesToHex(chain.head.hash)).toBe(bytesToHex(res.blockHash));
+    expect(chain.head.block.transactions).toHaveLength(1);
+    expect(chain.head.block.header.bitcoinMergedMiningHeader).toEqual(proof.bitcoinHeader);
+    // The same solution again: the block exists.
+    expect((await server.submitBitcoinBlock(proof.bitcoinBlock)).blockImportedResult).toBe("EXIST");
+  });
+
+  it("takes the header, coinbase and txids, or the header, coinbase and Merkle branch", async () => {
+    const { chain, server } = await setup();
+    let { proof } = await solve(server);
+    const display = txid(proof.coinbaseTransaction).slice().reverse();
+    const byTxids = await server.submitBitcoinBlockTransactions(
+      proof.bitcoinHeader,
+      proof.coinbaseTransaction,
+      [display],
+    );
+    expect(byTxids.blockImportedResult).toBe("IMPORTED_BEST");
+    ({ proof } = await solve(server));
+    const byBranch = await server.submitBitcoinBlockPartialMerkle(
+      proof.bitcoinHeader,
+      proof.coinbaseTransaction,
+      [txid(proof.coinbaseTransaction)],
+      1,
+    );
+    expect(byBranch.blockImportedResult).toBe("IMPORTED_BEST");
+    expect(chain.head.block.header.number).toBe(2n);
+  });
+
+  it("refuses solutions that cannot become a block, and leaves the chain as it was", async () => {
+    const { chain, server } = await setup();
+    const { work, proof } = await solve(server);
+    const reject = async (run: () => Promise<unknown>, message: string) => {
+      const err = await run().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ChainError);
+      expect((err as ChainError).code).toBe("CHAIN_MINING_SUBMISSION");
+      expect((err as Error).message).toContain(message);
+    };
+    // A tag for a block this node never handed out.
+    const foreign = buildSyntheticProof({
+      hashForMergedMining: new Uint8Array(32).fill(7),
+      difficulty: 1n,
+      time: 1,
+    });
+    await reject(
+      () => server.submitBitcoinBlock(foreign.bitcoinBlock),
+      `could not find hash 0x${"07".repeat(32)} in the cache`,
+    );
+    // Not enough work: a nonce whose header misses the target.
+    const weak = proof.bitcoinHeader.slice();
+    for (let nonce = 0; ; nonce++) {
+      new DataView(weak.buffer).setUint32(76, nonce, true);
+      if (!hashMeetsTarget(doubleSha256(weak), work.target)) break;
+    }
+    await reject(
+      () =>
+        server.submitBitcoinBlockTransactions(weak, proof.coinbaseTransaction, [
+          txid(proof.coinbaseTransaction).slice().reverse(),
+        ]),
+      "Invalid block supplied by miner",
+    );
+    // Malformed input.
+    await reject(() => server.submitBitcoinBlock(Uint8Array.of(1, 2, 3)), "invalid Bitcoin block");
+    await reject(
+      () =>
+        server.submitBitcoinBlockPartialMerkle(
+          proof.bitcoinHeader,
+          proof.coinbaseTransaction,
+          [],
+          1,
+        ),
+      "The list of merkle hashes can't be empty",
+    );
+    await reject(
+      () =>
+        server.submitBitcoinBlockTransactions(proof.bitcoinHeader, proof.coinbaseTransaction, [
+          new Uint8Array(32),
+        ]),
+      "the first transaction hash is not the coinbase's",
+    );
+    expect(chain.head.block.header.number).toBe(0n);
+  });
+
+  it("serves eth_getWork and takes eth_submitWork nonces (extra-nonce and header nonce)", async () => {
+    const { chain, server } = await setup();
+    const work = await server.getEthWork();
+    const seed = new DataView(work.seedHash.buffer);
+    const template = await chain.buildTemplate([], { coinbase: MINER });
+    expect(seed.getUint32(4)).toBe(0x2055_5555);
+    // Grind as a miner would: the header of the synthetic block for extra-nonce 5.
+    const coinbase = syntheticCoinbase(work.powHash, 5n);
+    const time = seed.getUint32(0);
+    let found = -1;
+    let missed = -1;
+    for (let n = 0; found < 0 || missed < 0; n++) {
+      const header = syntheticHeader(
+        {
+          block: {
+            ...template.block,
+            header: { ...template.block.header, timestamp: BigInt(time), difficulty: 1n },
+          },
+        },
+        txid(coinbase),
+        n,
+      );
+      if (hashMeetsTarget(doubleSha256(header), work.boundary)) found = found < 0 ? n : found;
+      else missed = missed < 0 ? n : missed;
+    }
+    const nonce = (n: number) => {
+      const out = new Uint8Array(8);
+      new DataView(out.buffer).setUint32(0, 5);
+      new DataView(out.buffer).setUint32(4, n);
+      return out;
+    };
+    const mix = new Uint8Array(32);
+    expect(await server.submitEthWork(nonce(missed), work.powHash, mix)).toBe(false);
+    expect(await server.submitEthWork(nonce(found), new Uint8Array(32).fill(1), mix)).toBe(false);
+    expect(await server.submitEthWork(nonce(found), work.powHash, mix)).toBe(true);
+    expect(chain.head.block.header.number).toBe(1n);
+    // Replayed: the block exists already.
+    expect(await server.submitEthWork(nonce(found), work.powHash, mix)).toBe(false);
+  });
+});
