@@ -122,8 +122,8 @@ async function writeTo(stream: Writable, bytes: Uint8Array): Promise<void> {
 export interface ImportIO {
   readonly stdin?: Readable;
   readonly out?: Output;
-  /** Whether to stop after the block being imported (SIGINT, SIGTERM). */
-  readonly interrupted?: () => boolean;
+  /** Aborted to stop after the block being imported, or at once while reading (SIGINT, SIGTERM). */
+  readonly signal?: AbortSignal;
 }
 
 /** What an import did. */
@@ -185,6 +185,8 @@ export async function importChain(
     interrupted,
     ...(refused === undefined ? {} : { refused }),
   });
+  const stopReading = () => input.destroy();
+  io.signal?.addEventListener("abort", stopReading, { once: true });
   try {
     let index = 0;
     for await (const { bytes, offset } of rlpItems(input, source)) {
@@ -214,21 +216,25 @@ export async function importChain(
           `nodex import: ${index} blocks read, ${imported} imported, ${skipped} skipped, head ${headText(chain)}\n`,
         );
       }
-      if (io.interrupted?.()) {
-        interrupted = true;
-        break;
-      }
+      if (io.signal?.aborted) break;
     }
-    printSummary(out, chain, summary());
-    return summary();
+    // a stream destroyed by the signal may just end
+    interrupted = io.signal?.aborted === true && refused === undefined;
   } catch (err) {
-    if (err instanceof ChainFileError) printSummary(out, chain, summary());
-    throw err;
+    // reading a stream destroyed by the signal fails: that is the interruption
+    if (!io.signal?.aborted) {
+      if (err instanceof ChainFileError) printSummary(out, chain, summary());
+      throw err;
+    }
+    interrupted = true;
   } finally {
+    io.signal?.removeEventListener("abort", stopReading);
     input.destroy();
     await file?.close().catch(() => {});
     await opened.db.close();
   }
+  printSummary(out, chain, summary());
+  return summary();
 }
 
 function headText(chain: Chain): string {

@@ -81,13 +81,14 @@ async function runChainFile(command: ExportCommand | ImportCommand): Promise<num
       return 0;
     }
     // The first signal stops the import after the block being written; a second one exits.
-    let signals = 0;
+    const interrupt = new AbortController();
     const onSignal = () => {
-      if (++signals > 1) process.exit(1);
+      if (interrupt.signal.aborted) process.exit(1);
+      interrupt.abort();
     };
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
-    const summary = await importChain(command, logger, { interrupted: () => signals > 0 });
+    const summary = await importChain(command, logger, { signal: interrupt.signal });
     return summary.refused === undefined && !summary.interrupted ? 0 : 1;
   } catch (err) {
     if (!(err instanceof ChainFileError)) throw err;
