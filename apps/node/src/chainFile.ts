@@ -122,6 +122,8 @@ async function writeTo(stream: Writable, bytes: Uint8Array): Promise<void> {
 export interface ImportIO {
   readonly stdin?: Readable;
   readonly out?: Output;
+  /** Blocks between two progress lines; `PROGRESS_EVERY` unless told. */
+  readonly progressEvery?: number;
   /** Aborted to stop after the block being imported, or at once while reading (SIGINT, SIGTERM). */
   readonly signal?: AbortSignal;
 }
@@ -211,7 +213,7 @@ export async function importChain(
       }
       if (result.result === "EXIST") skipped++;
       else imported++;
-      if (index % PROGRESS_EVERY === 0) {
+      if (index % (io.progressEvery ?? PROGRESS_EVERY) === 0) {
         out.write(
           `nodex import: ${index} blocks read, ${imported} imported, ${skipped} skipped, head ${headText(chain)}\n`,
         );

@@ -1,6 +1,22 @@
-import { Readable } from "node:stream";
-import { describe, expect, it } from "vitest";
-import { ChainFileError, type FileItem, MAX_BLOCK_BYTES, rlpItems } from "../../src/index.js";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough, Readable } from "node:stream";
+import { type Address, nullLogger } from "@nodex/types";
+import { afterAll, describe, expect, it } from "vitest";
+import { openChain } from "../../src/chainSetup.js";
+import {
+  ChainFileError,
+  type ExportCommand,
+  exportChain,
+  type FileItem,
+  type ImportCommand,
+  importChain,
+  MAX_BLOCK_BYTES,
+  type NodeConfig,
+  parseCommandLine,
+  rlpItems,
+} from "../../src/index.js";
 
 /** Lists of 3, 60 and 300 bytes of content: short and long (one and two length bytes) prefixes. */
 const SHORT = Uint8Array.of(0xc3, 0x01, 0x02, 0x03);
@@ -55,6 +71,66 @@ describe("rlpItems", () => {
   ])("refuses a bad prefix at its offset: %j", async (bad, why) => {
     await expect(items(Uint8Array.from([...SHORT, ...bad]), 3)).rejects.toThrow(
       new ChainFileError(`f.rlp: bad block at byte offset 4 (block index 1): ${why}`),
+    );
+  });
+});
+
+describe("exportChain and importChain", () => {
+  const tmp = mkdtempSync(join(tmpdir(), "nodex-chainfile-"));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+  const command = (argv: string[]) =>
+    parseCommandLine({ argv: [...argv, "--regtest"], env: {}, isTTY: false, cwd: tmp });
+
+  it("moves five blocks, with a progress line every two", async () => {
+    const opened = await openChain(
+      (command(["--datadir", "a"]) as { config: NodeConfig }).config,
+      nullLogger,
+    );
+    try {
+      const coinbase = opened.chain.head.block.header.coinbase as Address;
+      for (let i = 0; i < 5; i++) await opened.chain.mine([], { coinbase });
+    } finally {
+      await opened.db.close();
+    }
+    const lines: string[] = [];
+    const out = { write: (text: string) => lines.push(text) };
+    const exported = command(["export", "chain.rlp", "--datadir", "a", "--from", "2"]);
+    expect(await exportChain(exported as ExportCommand, nullLogger, { out })).toBe(4);
+    expect(lines).toEqual([
+      `nodex export: exported 4 blocks, 2 to 5, to ${join(tmp, "chain.rlp")}\n`,
+    ]);
+
+    // block 1 first, then the file: one skipped, four imported
+    const first = command(["export", "one.rlp", "--datadir", "a", "--to", "1"]);
+    await exportChain(first as ExportCommand, nullLogger, { out });
+    const one = command(["import", "one.rlp", "--datadir", "b"]) as ImportCommand;
+    expect(await importChain(one, nullLogger, { out })).toEqual({
+      imported: 1,
+      skipped: 0,
+      interrupted: false,
+    });
+    lines.length = 0;
+    const all = command(["import", "chain.rlp", "--datadir", "b"]) as ImportCommand;
+    const both = new PassThrough();
+    both.end(
+      Buffer.concat([readFileSync(join(tmp, "one.rlp")), readFileSync(join(tmp, "chain.rlp"))]),
+    );
+    const summary = await importChain({ ...all, file: "-" }, nullLogger, {
+      out,
+      stdin: both,
+      progressEvery: 2,
+    });
+    expect(summary).toEqual({ imported: 4, skipped: 1, interrupted: false });
+    expect(lines.slice(0, 2)).toEqual([
+      expect.stringMatching(
+        /^nodex import: 2 blocks read, 1 imported, 1 skipped, head 2 0x[0-9a-f]{64}\n$/,
+      ),
+      expect.stringMatching(
+        /^nodex import: 4 blocks read, 3 imported, 1 skipped, head 4 0x[0-9a-f]{64}\n$/,
+      ),
+    ]);
+    expect(lines[2]).toMatch(
+      /^nodex import: imported 4 blocks, skipped 1 already there; head 5 0x[0-9a-f]{64}, state root 0x[0-9a-f]{64}\n$/,
     );
   });
 });
