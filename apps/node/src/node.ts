@@ -35,7 +35,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       db = opened.db;
       const { chain, executor } = opened;
       if (config.network.devAccounts) printDevAccounts();
-      const services = createServices(config, chain, executor);
+      const services = createServices(config, chain, executor, logger);
       rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
       await rpc.start();
       if (services.ledger !== undefined && config.mineInterval > 0) {

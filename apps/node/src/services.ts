@@ -1,7 +1,13 @@
-import type { Chain } from "@nodex/chain";
+import { type Chain, MinerServer } from "@nodex/chain";
 import type { Executor } from "@nodex/evm";
 import { Ledger, type RPCServices } from "@nodex/rpc";
-import { type Address, deriveDevAccounts, hexToBytes, type NetworkPreset } from "@nodex/types";
+import {
+  type Address,
+  deriveDevAccounts,
+  hexToBytes,
+  type Logger,
+  type NetworkPreset,
+} from "@nodex/types";
 import type { NodeConfig } from "./config.js";
 import { clientVersion } from "./version.js";
 
@@ -15,10 +21,16 @@ function devAddresses(network: NetworkPreset): readonly Address[] {
 }
 
 /**
- * The services the RPC methods read. Until the p2p and mining packages exist the node has
- * no peers and no miner; development networks mine a block per transaction received.
+ * The services the RPC methods read. Until the p2p package exists the node has no peers.
+ * Development networks seal a block per transaction received (or per interval); merged miners
+ * get work and submit solutions on every network.
  */
-export function createServices(config: NodeConfig, chain: Chain, executor: Executor): RPCServices {
+export function createServices(
+  config: NodeConfig,
+  chain: Chain,
+  executor: Executor,
+  logger: Logger,
+): RPCServices {
   const { network } = config;
   let accounts: readonly Address[] | undefined;
   const listAccounts = () => {
@@ -31,6 +43,16 @@ export function createServices(config: NodeConfig, chain: Chain, executor: Execu
     coinbase ??= listAccounts()[0] ?? ZERO_ADDRESS;
     return coinbase;
   };
+  const ledger = new Ledger(chain, executor, {
+    automine: network.devAccounts,
+    mineInterval: config.mineInterval,
+    coinbase: getCoinbase,
+  });
+  const miner = new MinerServer(chain, {
+    coinbase: getCoinbase,
+    transactions: () => ledger.pendingTransactions(),
+    logger: logger.child({ module: "miner" }),
+  });
   return {
     network,
     clientVersion: clientVersion(),
@@ -47,14 +69,12 @@ export function createServices(config: NodeConfig, chain: Chain, executor: Execu
     },
     mining: {
       coinbase: getCoinbase,
-      mining: () => false,
-      hashrate: () => 0n,
+      // Development networks seal their own blocks; elsewhere, miners that reported a hashrate.
+      mining: () => network.devAccounts || miner.reportedHashrate() > 0n,
+      hashrate: () => miner.reportedHashrate(),
     },
     accounts: { list: listAccounts },
-    ledger: new Ledger(chain, executor, {
-      automine: network.devAccounts,
-      mineInterval: config.mineInterval,
-      coinbase: getCoinbase,
-    }),
+    ledger,
+    miner,
   };
 }

@@ -271,6 +271,30 @@ export class MinerServer {
     return true;
   }
 
+  /**
+   * The network's hashes per second over the last `blocks` blocks: a block at difficulty D takes
+   * D hashes on average (its target is 2^256 / D), so the sum of difficulties over the time
+   * they took.
+   */
+  async netHashrate(blocks = 64n): Promise<bigint> {
+    const head = this.#chain.head.block.header;
+    if (head.number === 0n) return 0n;
+    const first = head.number > blocks ? head.number - blocks : 0n;
+    let work = 0n;
+    let oldest = head;
+    for (let n = head.number; n > first; n--) {
+      const hash = await this.#chain.getCanonicalHash(n);
+      const header = hash === undefined ? undefined : await this.#chain.getHeaderByHash(hash);
+      if (header === undefined) break;
+      work += header.difficulty;
+      oldest = header;
+    }
+    const start = await this.#chain.getCanonicalHash(oldest.number - 1n);
+    const before = start === undefined ? undefined : await this.#chain.getHeaderByHash(start);
+    const seconds = head.timestamp - (before ?? oldest).timestamp;
+    return seconds > 0n ? work / seconds : work;
+  }
+
   /** The sum of the hashrates miners reported in the last minute. */
   reportedHashrate(): bigint {
     const now = this.#now();

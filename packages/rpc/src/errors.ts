@@ -48,6 +48,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [TransactionErrorCode.TYPE_UNSUPPORTED]: RPCErrorCode.INVALID_PARAMS,
   [TransactionErrorCode.INVALID_SIGNATURE]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.STATE_MISSING]: RPCErrorCode.SERVER_ERROR,
+  [ChainErrorCode.MINING_SUBMISSION]: RPCErrorCode.MINING_SUBMISSION_FAILED,
 };
 
 /**

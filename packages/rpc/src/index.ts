@@ -40,8 +40,12 @@ export type {
   AccountsView,
   CallContext,
   ChainView,
+  EthWork,
+  MinerService,
+  MinerWork,
   MiningView,
   PeersView,
   RPCServices,
+  SubmittedBlockInfo,
   SyncStatus,
 } from "./services.js";

@@ -235,17 +235,9 @@ export class Ledger {
    * for the next block; those that can never run are dropped.
    */
   async minePending(): Promise<MinedBlock> {
-    const bySender = new Map<string, SignedTransaction[]>();
-    for (const tx of this.#pending.values()) {
-      const key = bytesToHex(tx.from);
-      const list = bySender.get(key);
-      if (list === undefined) bySender.set(key, [tx]);
-      else list.push(tx);
-    }
-    const ordered = [...bySender.values()].flatMap((txs) =>
-      txs.sort((a, b) => (a.nonce < b.nonce ? -1 : a.nonce > b.nonce ? 1 : 0)),
-    );
-    const mined = await this.chain.mine(ordered, { coinbase: this.#coinbase() });
+    const mined = await this.chain.mine(this.pendingTransactions(), {
+      coinbase: this.#coinbase(),
+    });
     for (const tx of mined.block.transactions) this.#pending.delete(bytesToHex(tx.hash));
     for (const { tx, error } of mined.rejected) {
       if (error.code === ExecutionErrorCode.NONCE_TOO_HIGH) continue;
@@ -253,6 +245,20 @@ export class Ledger {
       this.#pending.delete(bytesToHex(tx.hash));
     }
     return mined;
+  }
+
+  /** The transactions waiting for the next block, each sender's in nonce order. */
+  pendingTransactions(): SignedTransaction[] {
+    const bySender = new Map<string, SignedTransaction[]>();
+    for (const tx of this.#pending.values()) {
+      const key = bytesToHex(tx.from);
+      const list = bySender.get(key);
+      if (list === undefined) bySender.set(key, [tx]);
+      else list.push(tx);
+    }
+    return [...bySender.values()].flatMap((txs) =>
+      txs.sort((a, b) => (a.nonce < b.nonce ? -1 : a.nonce > b.nonce ? 1 : 0)),
+    );
   }
 
   /** A transaction waiting for the next block (interval mining). */

@@ -5,6 +5,7 @@ import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { ethChainModule } from "./modules/ethChain.js";
 import { builtinModules } from "./modules/index.js";
+import { miningModules } from "./modules/mining.js";
 import { nodexChainModule } from "./modules/nodexChain.js";
 import { rpcModule } from "./modules/rpc.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
@@ -42,6 +43,8 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const ledger = deps.services.ledger;
   const chainModules =
     ledger === undefined ? [] : [ethChainModule(ledger), nodexChainModule(ledger)];
+  const miner = deps.services.miner;
+  if (miner !== undefined) chainModules.push(...miningModules(miner));
   registry = new MethodRegistry(
     [...builtinModules, ...chainModules, rpc, ...(deps.modules ?? [])],
     {

@@ -35,6 +35,60 @@ export interface MiningView {
   hashrate(): bigint;
 }
 
+/** `mnr_getWork`'s answer: the reference node's `MinerWork`. */
+export interface MinerWork {
+  readonly blockHashForMergedMining: Uint8Array;
+  /** 32 bytes: floor(2^256 / max(difficulty, 3)), big-endian. */
+  readonly target: Uint8Array;
+  readonly feesPaidToMiner: bigint;
+  readonly notify: boolean;
+  readonly parentBlockHash: Uint8Array;
+}
+
+/** What the `mnr_submit*` methods answer: the reference node's `SubmittedBlockInfo`. */
+export interface SubmittedBlockInfo {
+  /** `IMPORTED_BEST`, `IMPORTED_NOT_BEST`, `EXIST`, `NO_PARENT`, `INVALID_BLOCK`. */
+  readonly blockImportedResult: string;
+  readonly blockHash: Uint8Array;
+  readonly blockIncludedHeight: bigint;
+}
+
+/** `eth_getWork`'s three values. */
+export interface EthWork {
+  readonly powHash: Uint8Array;
+  readonly seedHash: Uint8Array;
+  readonly boundary: Uint8Array;
+}
+
+/**
+ * Work for merged miners and submissions of their solutions. Submissions that cannot become a
+ * block throw a domain error answered as -33000 with the reason.
+ */
+export interface MinerService {
+  getWork(): Promise<MinerWork>;
+  /** A whole serialized Bitcoin block (header, transactions; the coinbase first). */
+  submitBitcoinBlock(block: Uint8Array): Promise<SubmittedBlockInfo>;
+  /** The header, the coinbase and every txid of the block in display order, coinbase first. */
+  submitBitcoinBlockTransactions(
+    header: Uint8Array,
+    coinbase: Uint8Array,
+    txids: readonly Uint8Array[],
+  ): Promise<SubmittedBlockInfo>;
+  /** The header, the coinbase, and the coinbase txid then its Merkle branch in raw byte order. */
+  submitBitcoinBlockPartialMerkle(
+    header: Uint8Array,
+    coinbase: Uint8Array,
+    merkleHashes: readonly Uint8Array[],
+    transactionCount: number,
+  ): Promise<SubmittedBlockInfo>;
+  getEthWork(): Promise<EthWork>;
+  /** A solution of `eth_getWork`'s work; `false` when it is stale, unknown or not enough work. */
+  submitEthWork(nonce: Uint8Array, powHash: Uint8Array, mixDigest: Uint8Array): Promise<boolean>;
+  submitHashrate(hashrate: bigint, id: Uint8Array): boolean;
+  /** Hashes per second of the whole network, estimated from recent blocks. */
+  netHashrate(): Promise<bigint>;
+}
+
 /** Accounts the node holds keys for. */
 export interface AccountsView {
   list(): readonly Address[];
@@ -54,6 +108,8 @@ export interface RPCServices {
   readonly accounts: AccountsView;
   /** Blocks, state, transactions and calls; the chain methods are served when it is present. */
   readonly ledger?: Ledger;
+  /** Merged-mining work and submissions; the `mnr_` and work methods are served when present. */
+  readonly miner?: MinerService;
 }
 
 /** What a handler knows about the request it serves. */
