@@ -16,6 +16,14 @@ describe("doubleSha256", () => {
     );
   });
 
+  it("the 64-byte path (Merkle steps) agrees too", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 64, maxLength: 64 }), (b) => {
+        expect(toHex(doubleSha256(b))).toBe(ref(b));
+      }),
+    );
+  });
+
   it("hashPair hashes left ‖ right", () => {
     const l = new Uint8Array(32).fill(1);
     const r = new Uint8Array(32).fill(2);
