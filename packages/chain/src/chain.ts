@@ -42,6 +42,7 @@ import {
   type ConsensusRules,
   checkHeader,
   checkUncles,
+  MAX_UNCLES,
   NO_PROOF_OF_WORK,
   UNCLE_GENERATIONS,
 } from "./validation.js";
@@ -171,6 +172,8 @@ export class Chain {
   #headState: { store: NodeStore; state: WorldState; root: string } | undefined;
   /** Recently used blocks by hash: reading a block recovers every sender, which is slow. */
   readonly #blocks = new Map<string, StoredBlock>();
+  /** Recent blocks off the canonical chain, by number and hash: uncles for the next blocks. */
+  readonly #sideBlocks = new Map<bigint, Map<string, StoredBlock>>();
   /** Headers read alone (for fork-detection data), by hash. */
   readonly #headers = new Map<string, BlockHeader>();
   /** Receipts of recently used blocks by block hash. */
@@ -427,7 +430,12 @@ export class Chain {
   }
 
   /** The context a transaction or call runs in as part of the block after `parent`. */
-  nextBlockContext(parent: BlockHeader, coinbase: Address, timestamp?: bigint): BlockContext {
+  nextBlockContext(
+    parent: BlockHeader,
+    coinbase: Address,
+    timestamp?: bigint,
+    uncleCount = 0,
+  ): BlockContext {
     const now = timestamp ?? BigInt(Math.floor(Date.now() / 1000));
     const time = now > parent.timestamp ? now : parent.timestamp + 1n;
     return {
@@ -435,7 +443,7 @@ export class Chain {
       timestamp: time,
       coinbase,
       gasLimit: parent.gasLimit,
-      difficulty: this.#rules.difficulty(parent, time, 0),
+      difficulty: this.#rules.difficulty(parent, time, uncleCount),
       minimumGasPrice: parent.minimumGasPrice,
     };
   }
@@ -565,7 +573,7 @@ export class Chain {
       const parent = this.#head;
       const built = await this.#build(parent, txs, opts, true);
       return {
-        block: { header: built.header, transactions: built.run.included, uncles: [] },
+        block: { header: built.header, transactions: built.run.included, uncles: built.uncles },
         parentHash: parent.hash,
         hashForMergedMining: await this.hashForMergedMining(built.header),
         rejected: built.run.rejected,
@@ -581,13 +589,14 @@ export class Chain {
     txs: readonly SignedTransaction[],
     opts: MineOptions,
     keepHeadState: boolean,
-  ): Promise<{ header: BlockHeader; run: Execution }> {
+  ): Promise<{ header: BlockHeader; uncles: BlockHeader[]; run: Execution }> {
     const parentHeader = parent.block.header;
-    const ctx = this.nextBlockContext(parentHeader, opts.coinbase, opts.timestamp);
+    const uncles = await this.#uncleCandidates(parent);
+    const ctx = this.nextBlockContext(parentHeader, opts.coinbase, opts.timestamp, uncles.length);
     const run = await this.#execute(parentHeader, ctx, txs, false, keepHeadState);
     const header: BlockHeader = {
       parentHash: parent.hash,
-      unclesHash: unclesHash([]),
+      unclesHash: unclesHash(uncles),
       coinbase: opts.coinbase,
       stateRoot: run.stateRoot,
       transactionsRoot: await orderedTrieRoot(run.included.map((tx) => tx.raw)),
@@ -601,18 +610,56 @@ export class Chain {
       extraData: new Uint8Array(),
       paidFees: run.paidFees,
       minimumGasPrice: ctx.minimumGasPrice,
-      uncleCount: 0,
+      uncleCount: uncles.length,
       ummRoot: new Uint8Array(),
       bitcoinMergedMiningHeader: new Uint8Array(),
       bitcoinMergedMiningMerkleProof: new Uint8Array(),
       bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
     };
-    return { header, run };
+    return { header, uncles, run };
+  }
+
+  /**
+   * Side blocks a child of `parent` may include as uncles: at most ten, from the last six
+   * heights, each a child of one of the child's last seven ancestors, not included before.
+   */
+  async #uncleCandidates(parent: StoredBlock): Promise<BlockHeader[]> {
+    if (this.#sideBlocks.size === 0) return [];
+    const number = parent.block.header.number + 1n;
+    const ancestors = await this.#ancestors(parent, UNCLE_GENERATIONS);
+    const ancestorHashes = new Set<string>(ancestors.map((a) => bytesToHex(a.hash)));
+    const used = new Set<string>(
+      ancestors.flatMap((a) => a.block.uncles.map((u) => bytesToHex(headerHash(u)))),
+    );
+    const out: BlockHeader[] = [];
+    for (let n = number - BigInt(UNCLE_GENERATIONS) + 1n; n < number; n++) {
+      for (const [hash, side] of this.#sideBlocks.get(n) ?? []) {
+        if (out.length >= MAX_UNCLES) return out;
+        const header = side.block.header;
+        if (used.has(hash) || ancestorHashes.has(hash)) continue;
+        if (!ancestorHashes.has(bytesToHex(header.parentHash))) continue;
+        out.push(header);
+      }
+    }
+    return out;
+  }
+
+  /** Remembers a block that is not (or no longer) canonical, as a possible uncle. */
+  #rememberSide(stored: StoredBlock): void {
+    const number = stored.block.header.number;
+    let atHeight = this.#sideBlocks.get(number);
+    if (atHeight === undefined) {
+      atHeight = new Map();
+      this.#sideBlocks.set(number, atHeight);
+    }
+    atHeight.set(bytesToHex(stored.hash), stored);
+    const oldest = this.#head.block.header.number - BigInt(UNCLE_GENERATIONS) - 1n;
+    for (const n of this.#sideBlocks.keys()) if (n < oldest) this.#sideBlocks.delete(n);
   }
 
   async #mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
     const parent = this.#head;
-    const { header: unsealed, run } = await this.#build(parent, txs, opts, false);
+    const { header: unsealed, uncles, run } = await this.#build(parent, txs, opts, false);
     const hfmm = await this.hashForMergedMining(unsealed);
     const header = await this.#sealer.seal(unsealed, hfmm);
     const seal = this.#rules.checkSeal(header, hfmm);
@@ -622,7 +669,7 @@ export class Chain {
         `the sealer made an invalid merged-mining proof: ${seal}`,
       );
     }
-    const block: Block = { header, transactions: run.included, uncles: [] };
+    const block: Block = { header, transactions: run.included, uncles };
     const stored = await this.#write(block, parent, run);
     this.#log.info("Mined block", {
       number: header.number,
@@ -720,7 +767,11 @@ export class Chain {
     run.store.confirmWrites();
     this.#remember(bytesToHex(hash), stored);
     remember(this.#receipts, bytesToHex(hash), run.receipts, RECEIPTS_CACHE);
+    if (canonical === undefined) this.#rememberSide(stored);
     if (canonical !== undefined) {
+      for (const old of canonical.removedBlocks) this.#rememberSide(old);
+      for (const added of canonical.added)
+        this.#sideBlocks.get(added.block.header.number)?.delete(bytesToHex(added.hash));
       for (const n of canonical.removed) this.#canonical.delete(n);
       for (const added of canonical.added)
         remember(this.#canonical, added.block.header.number, added.hash, CANONICAL_CACHE);

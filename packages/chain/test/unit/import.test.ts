@@ -13,6 +13,7 @@ import {
   NETWORKS,
   nullLogger,
   signTransaction,
+  unclesHash,
 } from "@nodex/types";
 import { afterEach, describe, expect, it } from "vitest";
 import { Chain, type ConsensusRules, DEV_ACCOUNT_BALANCE } from "../../src/index.js";
@@ -183,6 +184,46 @@ describe("Chain.buildTemplate", () => {
     const state = await chain.stateAt(chain.head.block.header);
     expect(await state.getNonce(alice!.address)).toBe(0n);
     expect(await chain.getBlockByNumber(1n)).toBeUndefined();
+  });
+});
+
+describe("uncles", () => {
+  it("offers a side block as an uncle in the next block, counted once in the total difficulty", async () => {
+    const a = await newChain();
+    const c = await newChain();
+    const [mainBlock] = await mineBlocks(a, 1, bob!.address, 1n, 1_000n);
+    const [sideBlock] = await mineBlocks(c, 1, carol!.address, 1n, 2_000n);
+    const node = await newChain();
+    expect((await node.importBlock(mainBlock!)).result).toBe("IMPORTED_BEST");
+    expect((await node.importBlock(sideBlock!)).result).toBe("IMPORTED_NOT_BEST");
+
+    const template = await node.buildTemplate([], { coinbase: MINER, timestamp: 3_000n });
+    expect(template.block.uncles).toHaveLength(1);
+    expect(template.block.header.uncleCount).toBe(1);
+    expect(bytesToHex(template.block.uncles[0]!.stateRoot)).toBe(
+      bytesToHex(sideBlock!.header.stateRoot),
+    );
+    const res = await node.importBlock(template.block);
+    expect(res.result).toBe("IMPORTED_BEST");
+    // Total difficulty: genesis 1 + block 1 + block 2 and its uncle.
+    expect(node.head.totalDifficulty).toBe(4n);
+    // Included once: the next block has none to offer.
+    const next = await node.buildTemplate([], { coinbase: MINER, timestamp: 3_001n });
+    expect(next.block.uncles).toHaveLength(0);
+  });
+
+  it("refuses a block that includes an uncle twice or an ancestor as an uncle", async () => {
+    const a = await newChain();
+    const blocks = await mineBlocks(a, 2, bob!.address, 1n, 1_000n);
+    const node = await newChain();
+    await node.importBlock(blocks[0]!);
+    const asAncestor = {
+      ...blocks[1]!,
+      uncles: [blocks[0]!.header],
+      header: { ...blocks[1]!.header, uncleCount: 1, unclesHash: unclesHash([blocks[0]!.header]) },
+    };
+    const res = await node.importBlock(asAncestor);
+    expect(res.result === "INVALID_BLOCK" && res.reason).toContain("is an ancestor");
   });
 });
 
