@@ -159,6 +159,46 @@ describe("mnr_ methods", () => {
   });
 });
 
+describe("uncles", () => {
+  it("a second solution for the same parent becomes an uncle of the next block", async () => {
+    const work = (await result("mnr_getWork")) as Work;
+    const solution = (extraNonce: bigint) =>
+      buildSyntheticProof({
+        hashForMergedMining: bytes(work.blockHashForMergedMining),
+        difficulty: 1n,
+        time: Math.floor(Date.now() / 1000),
+        extraNonce,
+      });
+    const first = (await result("mnr_submitBitcoinBlock", [hex(solution(100n).bitcoinBlock)])) as {
+      blockImportedResult: string;
+    };
+    expect(first.blockImportedResult).toBe(ascii("IMPORTED_BEST"));
+    const second = (await result("mnr_submitBitcoinBlock", [hex(solution(200n).bitcoinBlock)])) as {
+      blockImportedResult: string;
+      blockHash: string;
+    };
+    expect(second.blockImportedResult).toBe(ascii("IMPORTED_NOT_BEST"));
+
+    const { proof } = await solve();
+    await result("mnr_submitBitcoinBlock", [hex(proof.bitcoinBlock)]);
+    expect(await result("eth_getUncleCountByBlockNumber", ["latest"])).toBe("0x1");
+    const uncle = (await result("eth_getUncleByBlockNumberAndIndex", ["latest", "0x0"])) as {
+      hash: string;
+    };
+    expect(uncle.hash).toBe(second.blockHash);
+    const block = (await result("eth_getBlockByNumber", ["latest", false])) as Record<
+      string,
+      unknown
+    >;
+    expect(block.uncles).toEqual([second.blockHash]);
+    expect(block.cumulativeDifficulty).toBe("0x2");
+    const parent = (await result("eth_getBlockByHash", [block.parentHash, false])) as {
+      totalDifficulty: string;
+    };
+    expect(BigInt(block.totalDifficulty as string)).toBe(BigInt(parent.totalDifficulty) + 2n);
+  });
+});
+
 describe("eth_getWork and eth_submitWork", () => {
   it("takes a nonce that meets the boundary, refuses one that does not, and stale or replayed work", async () => {
     const before = Number(await result("eth_blockNumber"));
