@@ -35,7 +35,7 @@ describe("coinbaseBranch", () => {
       fc.property(txidsArb, (txids) => {
         const branch = coinbaseBranch(txids);
         expect(branch.length).toBe(Math.ceil(Math.log2(txids.length)));
-        let acc = txids[0]!;
+        let acc: Uint8Array = txids[0]!;
         for (const s of branch) acc = hashPair(acc, s);
         expect(toHex(acc)).toBe(toHex(merkleRoot(txids)));
       }),

@@ -346,15 +346,13 @@ describe("properties", () => {
     difficulty: fc.bigInt({ min: 0n, max: 500n }),
   });
 
-  function build(
-    c: fc.RecordValue<{
-      hfm: Uint8Array;
-      before: Uint8Array;
-      after: Uint8Array;
-      others: Uint8Array[];
-      difficulty: bigint;
-    }>,
-  ) {
+  function build(c: {
+    hfm: Uint8Array;
+    before: Uint8Array;
+    after: Uint8Array;
+    others: Uint8Array[];
+    difficulty: bigint;
+  }) {
     const cb = concat(c.before, RSK_TAG, c.hfm, c.after);
     return proofFor(c.hfm, cb, compressCoinbase(cb), c.others, c.difficulty);
   }

@@ -76,6 +76,25 @@ describe("buildSyntheticProof", () => {
     );
   });
 
+  it("every single-bit flip of a synthetic proof (difficulty 2^18) is rejected (exhaustive)", () => {
+    // At 2^18 a changed header passes proof of work with probability 2^-18 per flip; the inputs
+    // are fixed, so the outcome is too.
+    const difficulty = 1n << 18n;
+    const p = buildSyntheticProof({ hashForMergedMining: hfm, difficulty, time: 1_700_000_000 });
+    const input = { hashForMergedMining: hfm, difficulty, ...p };
+    expect(verifyMergedMiningProof(input).ok).toBe(true);
+    for (const field of ["bitcoinHeader", "coinbase"] as const) {
+      for (let bit = 0; bit < p[field].length * 8; bit++) {
+        const flipped = Uint8Array.from(p[field]);
+        flipped[bit >> 3]! ^= 1 << (bit & 7);
+        expect(
+          verifyMergedMiningProof({ ...input, [field]: flipped }).ok,
+          `${field} bit ${bit}`,
+        ).toBe(false);
+      }
+    }
+  });
+
   it("gives up after maxAttempts", () => {
     expect(() =>
       buildSyntheticProof({
