@@ -29,7 +29,10 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
       ...(config.stateWindow === "all" ? {} : { stateWindow: config.stateWindow }),
       // Every network checks merged-mining proofs; development networks seal their own blocks
       // with proofs of synthetic Bitcoin blocks, so there is no bypass anywhere.
-      rules: mergedMiningRules(config.network),
+      rules: mergedMiningRules(
+        config.network,
+        config.minDifficulty === undefined ? {} : { minDifficulty: config.minDifficulty },
+      ),
       ...(config.network.devAccounts ? { sealer: SYNTHETIC_SEALER } : {}),
     });
     return { db, executor, chain };

@@ -37,6 +37,8 @@ export interface NodeConfig {
   readonly coinbase: string | undefined;
   /** Blocks whose state is kept, counting back from the head; `"all"` keeps every block's. */
   readonly stateWindow: number | "all";
+  /** Lowest block difficulty; `undefined` for the network's. */
+  readonly minDifficulty: bigint | undefined;
   /** Seconds between blocks on development networks; 0 mines a block per transaction. */
   readonly mineInterval: number;
   readonly rpc: RPCOptions;
@@ -153,7 +155,10 @@ export function parseCommandLine(environment: Environment): Command {
   const rpc: RPCOptions = {
     host: pick<string>("rpcHost") ?? defaultRPCOptions.host,
     port: pick<number>("rpcPort") ?? defaultRPCOptions.port,
-    modules: unique(pick<ModuleName[]>("rpcModules") ?? network.defaultModules),
+    modules: withMiner(
+      unique(pick<ModuleName[]>("rpcModules") ?? network.defaultModules),
+      pick<"on" | "off">("miner"),
+    ),
     apiKeys: unique(pick<string[]>("apiKeys") ?? []),
     corsOrigins: unique(pick<string[]>("rpcCorsOrigins") ?? (dev ? ["*"] : [])),
     maxBodyBytes: pick<number>("rpcMaxBodyBytes") ?? defaultRPCOptions.maxBodyBytes,
@@ -172,6 +177,7 @@ export function parseCommandLine(environment: Environment): Command {
     stateWindow:
       pick<number | "all">("stateWindow") ??
       (network.name === "regtest" ? "all" : DEFAULT_STATE_WINDOW),
+    minDifficulty: pick<bigint>("minDifficulty"),
     mineInterval: pick<number>("mineInterval") ?? 0,
     rpc: Object.freeze(rpc),
     sources: Object.freeze(sources),
@@ -380,6 +386,14 @@ function expandHome(path: string, home: string, cwd: string): string {
   if (path === "~") return home;
   if (path.startsWith("~/")) return join(home, path.slice(2));
   return isAbsolute(path) ? path : resolve(cwd, path);
+}
+
+/** `--miner` adds the mnr module; `--miner-work off` takes it away. */
+function withMiner(modules: readonly ModuleName[], miner: "on" | "off" | undefined) {
+  if (miner === "on" && !modules.includes("mnr"))
+    return Object.freeze([...modules, "mnr" as const]);
+  if (miner === "off") return Object.freeze(modules.filter((m) => m !== "mnr"));
+  return modules;
 }
 
 function unique<T>(items: readonly T[]): readonly T[] {

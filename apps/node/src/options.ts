@@ -212,6 +212,31 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: (text) => (text === "all" ? "all" : integer(1, 100_000_000, "a number of blocks")(text)),
   },
   {
+    key: "miner",
+    flag: "--miner-work",
+    aliases: { "--miner": "on" },
+    env: "NODEX_MINER",
+    valueName: "on|off",
+    description:
+      "serve work to merged miners and take their solutions: the mnr module (also --miner)",
+    defaultText: "on on regtest and devnet, off elsewhere",
+    parse: oneOf(["on", "off"]),
+  },
+  {
+    key: "minDifficulty",
+    flag: "--min-difficulty",
+    env: "NODEX_MIN_DIFFICULTY",
+    valueName: "N",
+    description:
+      "lowest block difficulty, a consensus rule: a lower one than the network's makes a private test chain (blocks a CPU miner finds in seconds) that other nodes of the network refuse",
+    defaultText: "the network's (mainnet 7×10^15, testnet 550,000,000, regtest and devnet 1)",
+    parse: (text) => {
+      if (!/^[1-9]\d{0,30}$/.test(text))
+        throw new Error(`${JSON.stringify(text)} is not a difficulty (a positive integer)`);
+      return BigInt(text);
+    },
+  },
+  {
     key: "mineInterval",
     flag: "--mine-interval",
     env: "NODEX_MINE_INTERVAL",
@@ -287,6 +312,7 @@ export const COMMAND_SETTINGS: readonly string[] = [
   "network",
   "datadir",
   "stateWindow",
+  "minDifficulty",
   "logLevel",
   "logFormat",
   "config",

@@ -147,6 +147,21 @@ describe("parseCommandLine", () => {
     expect(config(["--mainnet", "--mine-interval", "0"]).mineInterval).toBe(0);
   });
 
+  it("serves the mnr module with --miner, and not with --miner-work off", () => {
+    expect(config(["--testnet"]).rpc.modules).not.toContain("mnr");
+    expect(config(["--testnet", "--miner"]).rpc.modules).toContain("mnr");
+    expect(config(["--regtest", "--miner-work", "off"]).rpc.modules).not.toContain("mnr");
+    expect(config(["--testnet"], { NODEX_MINER: "on" }).rpc.modules).toContain("mnr");
+  });
+
+  it("takes a lower minimum difficulty for a test chain", () => {
+    expect(config(["--testnet"]).minDifficulty).toBeUndefined();
+    expect(config(["--testnet", "--min-difficulty", "1000"]).minDifficulty).toBe(1000n);
+    expect(() => config(["--min-difficulty", "0"])).toThrow(
+      'invalid value for --min-difficulty: "0" is not a difficulty (a positive integer)',
+    );
+  });
+
   it("accepts the same network twice", () => {
     expect(config(["--regtest", "--network", "regtest"]).network.name).toBe("regtest");
   });
