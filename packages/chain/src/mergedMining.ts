@@ -14,8 +14,11 @@ import type { ConsensusRules } from "./validation.js";
  * merged-mining proof that commits to the block's hashForMergedMining, meets the target of its
  * difficulty and whose Bitcoin header time is close to the block's.
  */
-export function mergedMiningRules(network: NetworkPreset): ConsensusRules {
-  const params = NETWORK_MINING_PARAMS[network.name];
+export function mergedMiningRules(
+  network: NetworkPreset,
+  overrides: { readonly minDifficulty?: bigint } = {},
+): ConsensusRules {
+  const params = { ...NETWORK_MINING_PARAMS[network.name], ...overrides };
   return {
     difficulty: (parent, timestamp, uncleCount) =>
       nextDifficulty({
