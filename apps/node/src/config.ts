@@ -68,10 +68,20 @@ export interface ImportCommand {
   readonly file: string;
 }
 
+/** `nodex mine`: the reference merged miner against a node's JSON-RPC. */
+export interface MineCommand {
+  readonly kind: "mine";
+  readonly rpc: string;
+  readonly threads: number;
+  readonly maxBlocks: number;
+  readonly pollMs: number;
+}
+
 export type Command =
   | { readonly kind: "run"; readonly config: NodeConfig }
   | ExportCommand
   | ImportCommand
+  | MineCommand
   | { readonly kind: "help" }
   | { readonly kind: "version" };
 
@@ -283,7 +293,18 @@ function commandOf(
   parsed: ParsedArgv,
   config: NodeConfig,
   environment: Environment,
-): ExportCommand | ImportCommand {
+): ExportCommand | ImportCommand | MineCommand {
+  if (command.name === "mine") {
+    if (parsed.operands.length > 0)
+      throw new UsageError(`unexpected argument ${JSON.stringify(parsed.operands[0])}`);
+    return Object.freeze({
+      kind: "mine",
+      rpc: (parsed.commandValues.get("--rpc") as string | undefined) ?? "http://127.0.0.1:4444",
+      threads: (parsed.commandValues.get("--threads") as number | undefined) ?? 1,
+      maxBlocks: (parsed.commandValues.get("--max-blocks") as number | undefined) ?? 0,
+      pollMs: (parsed.commandValues.get("--poll-ms") as number | undefined) ?? 2000,
+    });
+  }
   const [file, extra] = parsed.operands;
   const stream = command.name === "export" ? "standard output" : "standard input";
   if (file === undefined) {

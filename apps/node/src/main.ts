@@ -4,10 +4,12 @@ import {
   type ExportCommand,
   helpText,
   type ImportCommand,
+  type MineCommand,
   parseCommandLine,
   UsageError,
 } from "./config.js";
 import { createLogger } from "./logger.js";
+import { runMiner } from "./miner.js";
 import { createNode } from "./node.js";
 import { NODEX_VERSION } from "./version.js";
 
@@ -36,6 +38,7 @@ async function main(): Promise<number> {
     return 0;
   }
   if (command.kind === "export" || command.kind === "import") return runChainFile(command);
+  if (command.kind === "mine") return runMineCommand(command);
   const { config } = command;
   const logger = createLogger({ level: config.logLevel, format: config.logFormat });
   const node = createNode(config, logger);
@@ -93,6 +96,30 @@ async function runChainFile(command: ExportCommand | ImportCommand): Promise<num
   } catch (err) {
     if (!(err instanceof ChainFileError)) throw err;
     process.stderr.write(`nodex ${command.kind}: ${err.message}\n`);
+    return 1;
+  }
+}
+
+/** `nodex mine`: mines until stopped (SIGINT, SIGTERM) or `--max-blocks` accepted blocks. */
+async function runMineCommand(command: MineCommand): Promise<number> {
+  const stop = new AbortController();
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals > 1) process.exit(1);
+    stop.abort();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  log(`mining for ${command.rpc} with ${command.threads} thread(s)`);
+  try {
+    const report = await runMiner({ ...command, log, signal: stop.signal });
+    log(
+      `stopped: ${report.accepted} blocks accepted, ${report.refused} refused, ${report.hashes} hashes`,
+    );
+    return 0;
+  } catch (err) {
+    log(`mining failed: ${(err as Error).message}`);
     return 1;
   }
 }

@@ -1,36 +1,34 @@
-import {
-  encodeBitcoinHeader,
-  grindNonce,
-  syntheticCoinbase,
-  targetToCompact,
-  txid,
-} from "@nodex/mergemining";
+import { Worker } from "node:worker_threads";
+import { targetToCompact, txid } from "@nodex/mergemining";
 import { bytesToHex, hexToBytes } from "@nodex/types";
+import type { WorkerMessage, WorkMessage } from "./minerWorker.js";
 
 /**
- * The reference CPU merged miner: asks a node for work (`mnr_getWork`), mines a Bitcoin block
- * whose coinbase carries the tag `RSKBLOCK:` + the block's hashForMergedMining, and submits it
- * (`mnr_submitBitcoinBlock`), as merge-mining pool software does. One thread; the Bitcoin
- * block is a minimal one of its own (no Bitcoin network behind it), so its proof of work counts
- * only for the Nodex chain.
+ * The reference CPU merged miner (`nodex mine`): asks a node for work (`mnr_getWork`), has its
+ * threads mine a Bitcoin block whose coinbase carries `RSKBLOCK:` + the block's
+ * hashForMergedMining, and submits the header, coinbase and Merkle branch
+ * (`mnr_submitBitcoinBlockPartialMerkle`), as merge-mining pool software does. The Bitcoin block
+ * is a minimal one of its own (no Bitcoin network behind it): its proof of work counts only for
+ * the Nodex chain.
  */
 
 export interface MinerOptions {
   /** The node's JSON-RPC URL (with the API key path when it has one). */
   readonly rpc: string;
+  readonly threads: number;
   /** Stop after this many blocks were accepted; 0 for never. */
   readonly maxBlocks: number;
-  /** How often to ask for new work while grinding, in milliseconds. */
+  /** How often to ask for new work, in milliseconds. */
   readonly pollMs: number;
   /** Where progress lines go. */
   readonly log: (line: string) => void;
-  /** Set to stop the loop. */
+  /** Abort to stop. */
   readonly signal: AbortSignal;
 }
 
 export interface MinerReport {
   readonly accepted: number;
-  readonly rejected: number;
+  readonly refused: number;
   readonly hashes: number;
 }
 
@@ -40,87 +38,125 @@ interface Work {
   readonly parentBlockHash: string;
 }
 
-/** Nonces tried between two looks at the clock (about a tenth of a second). */
-const CHUNK = 1 << 16;
-/** A hashrate report to the node this often. */
+/** A hashrate report to the log and the node this often. */
 const REPORT_MS = 10_000;
 
 export async function runMiner(opts: MinerOptions): Promise<MinerReport> {
   const rpc = rpcClient(opts.rpc);
-  const id = bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+  const reporter = bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+  const workers = Array.from(
+    { length: opts.threads },
+    () => new Worker(new URL("./minerWorker.js", import.meta.url)),
+  );
   let accepted = 0;
-  let rejected = 0;
+  let refused = 0;
   let hashes = 0;
-  let lastReport = Date.now();
   let hashesSinceReport = 0;
-  let extraNonce = BigInt(Math.floor(Math.random() * 2 ** 32)) << 32n;
-  while (!opts.signal.aborted && (opts.maxBlocks === 0 || accepted < opts.maxBlocks)) {
-    const work = (await rpc("mnr_getWork", [])) as Work;
-    const hfmm = hexToBytes(work.blockHashForMergedMining);
-    const target = hexToBytes(work.target);
-    const bits = targetToCompact(BigInt(work.target));
-    const fetched = Date.now();
-    let found: { header: Uint8Array; coinbase: Uint8Array } | undefined;
-    // Grind this work until a solution, new work or a stop.
-    while (found === undefined && !opts.signal.aborted && Date.now() - fetched < opts.pollMs) {
-      const coinbase = syntheticCoinbase(hfmm, extraNonce);
-      const header = encodeBitcoinHeader({
-        version: 0x20000000,
-        prevHash: new Uint8Array(32),
-        merkleRoot: txid(coinbase),
-        time: Math.floor(Date.now() / 1000),
-        bits,
-        nonce: 0,
-      });
-      for (let from = 0; from < 2 ** 32 && found === undefined; from += CHUNK) {
-        const nonce = grindNonce(header, target, from, from + CHUNK);
-        const tried = nonce < 0 ? CHUNK : nonce - from + 1;
-        hashes += tried;
-        hashesSinceReport += tried;
-        if (nonce >= 0) {
-          new DataView(header.buffer, header.byteOffset).setUint32(76, nonce, true);
-          found = { header, coinbase };
-        } else if (opts.signal.aborted || Date.now() - fetched >= opts.pollMs) {
-          break;
-        }
+  let lastReport = Date.now();
+  let workId = 0;
+  let current: { id: number; work: Work } | undefined;
+  const solutions: { id: number; header: Uint8Array; coinbase: Uint8Array }[] = [];
+  let wake: (() => void) | undefined;
+  for (const worker of workers) {
+    worker.on("message", (message: WorkerMessage) => {
+      if (message.kind === "hashes") {
+        hashes += message.count;
+        hashesSinceReport += message.count;
+      } else {
+        solutions.push(message);
+        wake?.();
       }
-      extraNonce++;
-    }
-    if (Date.now() - lastReport >= REPORT_MS) {
-      const rate = Math.round((hashesSinceReport * 1000) / (Date.now() - lastReport));
-      await rpc("eth_submitHashrate", [`0x${rate.toString(16).padStart(64, "0")}`, id]).catch(
-        () => undefined,
-      );
-      opts.log(`hashrate ${rate} H/s`);
-      lastReport = Date.now();
-      hashesSinceReport = 0;
-    }
-    if (found === undefined) continue;
-    const block = new Uint8Array(80 + 1 + found.coinbase.length);
-    block.set(found.header, 0);
-    block[80] = 1;
-    block.set(found.coinbase, 81);
-    try {
-      const info = (await rpc("mnr_submitBitcoinBlock", [bytesToHex(block).slice(2)])) as {
-        blockImportedResult: string;
-        blockHash: string;
-        blockIncludedHeight: string;
-      };
-      const result = Buffer.from(info.blockImportedResult.slice(2), "hex").toString("ascii");
-      if (result === "IMPORTED_BEST" || result === "IMPORTED_NOT_BEST") accepted++;
-      opts.log(
-        `block ${BigInt(info.blockIncludedHeight)} ${info.blockHash}: ${result} (parent ${work.parentBlockHash})`,
-      );
-    } catch (err) {
-      rejected++;
-      opts.log(`solution refused: ${(err as Error).message}`);
-    }
+    });
+    worker.on("error", (err) => opts.log(`mining thread failed: ${err.message}`));
   }
-  return { accepted, rejected, hashes };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      opts.signal.addEventListener("abort", () => wake?.(), { once: true });
+    });
+
+  // Each run starts from its own random extra-nonce, so two miners never grind the same blocks.
+  const base = BigInt(Math.floor(Math.random() * 2 ** 48)) << 16n;
+  try {
+    while (!opts.signal.aborted && (opts.maxBlocks === 0 || accepted < opts.maxBlocks)) {
+      const solution = solutions.shift();
+      if (solution !== undefined && solution.id === current?.id) {
+        const result = await submit(rpc, solution, opts.log);
+        if (result === "accepted") accepted++;
+        else if (result === "refused") refused++;
+        current = undefined; // fetch new work at once
+        continue;
+      }
+      const work = (await rpc("mnr_getWork", [])) as Work;
+      if (
+        current === undefined ||
+        current.work.blockHashForMergedMining !== work.blockHashForMergedMining
+      ) {
+        current = { id: ++workId, work };
+        const hashForMergedMining = hexToBytes(work.blockHashForMergedMining);
+        const target = hexToBytes(work.target);
+        workers.forEach((worker, i) =>
+          worker.postMessage({
+            kind: "work",
+            id: workId,
+            hashForMergedMining,
+            target,
+            bits: targetToCompact(BigInt(work.target)),
+            extraNonceStart: base + BigInt(i),
+            extraNonceStep: BigInt(workers.length),
+          } satisfies WorkMessage),
+        );
+      }
+      if (Date.now() - lastReport >= REPORT_MS) {
+        const rate = Math.round((hashesSinceReport * 1000) / (Date.now() - lastReport));
+        opts.log(`hashrate ${rate} H/s (${workers.length} threads), ${accepted} blocks accepted`);
+        await rpc("eth_submitHashrate", [
+          `0x${rate.toString(16).padStart(64, "0")}`,
+          reporter,
+        ]).catch(() => undefined);
+        lastReport = Date.now();
+        hashesSinceReport = 0;
+      }
+      if (solutions.length === 0) await sleep(opts.pollMs);
+    }
+  } finally {
+    for (const worker of workers) worker.postMessage({ kind: "stop" });
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+  return { accepted, refused, hashes };
 }
 
+async function submit(
+  rpc: RPC,
+  solution: { header: Uint8Array; coinbase: Uint8Array },
+  log: (line: string) => void,
+): Promise<"accepted" | "refused" | "other"> {
+  const hex = (bytes: Uint8Array) => bytesToHex(bytes).slice(2);
+  try {
+    const info = (await rpc("mnr_submitBitcoinBlockPartialMerkle", [
+      hex(new Uint8Array(32)),
+      hex(solution.header),
+      hex(solution.coinbase),
+      hex(txid(solution.coinbase)),
+      "1",
+    ])) as { blockImportedResult: string; blockHash: string; blockIncludedHeight: string };
+    const result = Buffer.from(info.blockImportedResult.slice(2), "hex").toString("ascii");
+    log(`block ${BigInt(info.blockIncludedHeight)} ${info.blockHash}: ${result}`);
+    return result === "IMPORTED_BEST" || result === "IMPORTED_NOT_BEST" ? "accepted" : "other";
+  } catch (err) {
+    log(`solution refused: ${(err as Error).message}`);
+    return "refused";
+  }
+}
+
+type RPC = (method: string, params: unknown[]) => Promise<unknown>;
+
 /** A JSON-RPC client over fetch that throws the node's error message. */
-function rpcClient(url: string): (method: string, params: unknown[]) => Promise<unknown> {
+function rpcClient(url: string): RPC {
   let id = 0;
   return async (method, params) => {
     const res = await fetch(url, {

@@ -295,7 +295,7 @@ export interface CommandOptionDef {
 
 /** A command given as the first word (`nodex export FILE`), with its own flags. */
 export interface CommandDef {
-  readonly name: "export" | "import";
+  readonly name: "export" | "import" | "mine";
   /** What follows `nodex <name>` in help and docs. */
   readonly synopsis: string;
   readonly description: string;
@@ -347,6 +347,42 @@ export const COMMANDS: readonly CommandDef[] = [
     description:
       "read FILE (- for standard input) as a stream of RLP blocks and import them in order, with the chain's rules; blocks already there are skipped; stops at the first block refused (exit 1). Refuses while a node uses the datadir",
     options: [],
+  },
+  {
+    name: "mine",
+    synopsis: "[--rpc URL] [--threads N] [--max-blocks N] [--poll-ms MS]",
+    description:
+      "the reference CPU merged miner: gets work from a node (mnr_getWork), mines a Bitcoin block whose coinbase carries the tag, submits it (mnr_submitBitcoinBlockPartialMerkle) and reports its hashrate. The node must serve the mnr module (regtest and devnet do; elsewhere start it with --miner). For test chains: see --min-difficulty",
+    options: [
+      {
+        flag: "--rpc",
+        valueName: "URL",
+        description: "the node's JSON-RPC URL (default http://127.0.0.1:4444)",
+        parse: (text) => {
+          if (!/^https?:\/\/\S+$/.test(text))
+            throw new Error(`${JSON.stringify(text)} is not an http URL`);
+          return text;
+        },
+      },
+      {
+        flag: "--threads",
+        valueName: "N",
+        description: "mining threads (default 1)",
+        parse: integer(1, 256, "a number of threads"),
+      },
+      {
+        flag: "--max-blocks",
+        valueName: "N",
+        description: "stop after N accepted blocks (default 0: until stopped)",
+        parse: integer(0, 1_000_000_000, "a number of blocks"),
+      },
+      {
+        flag: "--poll-ms",
+        valueName: "MS",
+        description: "ask for new work this often while mining (default 2000)",
+        parse: integer(10, 3_600_000, "a time in milliseconds"),
+      },
+    ],
   },
 ];
 

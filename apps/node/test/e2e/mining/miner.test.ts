@@ -2,15 +2,13 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { decodeBlock, encodeBlock } from "@nodex/types";
 import { afterAll, describe, expect, it } from "vitest";
-import { call, cleanEnv, runCli, startNode } from "../helpers/node.js";
+import { call, cleanEnv, NODEX_BIN, runCli, startNode } from "../helpers/node.js";
 
 // The reference miner on a testnet node with a test difficulty, and its chain moved to a second
 // node as a file: the second node checks every proof and ends on the same head and state root.
 
-const MINER_BIN = fileURLToPath(new URL("../../../bin/nodex-miner.js", import.meta.url));
 const TEST_CHAIN = ["--min-difficulty", "1"];
 
 const dirs: string[] = [];
@@ -25,7 +23,7 @@ afterAll(() => {
 
 function runMiner(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MINER_BIN, ...args], {
+    const child = spawn(process.execPath, [NODEX_BIN, "mine", ...args], {
       env: cleanEnv(),
       stdio: ["ignore", "ignore", "pipe"],
     });
@@ -42,7 +40,7 @@ async function head(url: string): Promise<{ number: string; hash: string; stateR
   return res.result as { number: string; hash: string; stateRoot: string };
 }
 
-describe("nodex-miner", () => {
+describe("nodex mine", () => {
   it("mines testnet blocks that another node imports from a file to the same head", async () => {
     const source = tempDir("testnet");
     const node = await startNode({
@@ -52,7 +50,16 @@ describe("nodex-miner", () => {
     });
     let mined: Awaited<ReturnType<typeof head>>;
     try {
-      const run = await runMiner(["--rpc", node.url, "--max-blocks", "3", "--poll-ms", "500"]);
+      const run = await runMiner([
+        "--rpc",
+        node.url,
+        "--threads",
+        "2",
+        "--max-blocks",
+        "3",
+        "--poll-ms",
+        "500",
+      ]);
       expect(run.stderr).toMatch(/block 1 0x[0-9a-f]{64}: IMPORTED_BEST/);
       expect(run.code).toBe(0);
       mined = await head(node.url);
