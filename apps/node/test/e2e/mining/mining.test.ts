@@ -159,6 +159,23 @@ describe("mnr_ methods", () => {
   });
 });
 
+describe("stale work", () => {
+  it("a solution for work older than the last 20 templates is refused and changes nothing", async () => {
+    const { proof: stale } = await solve();
+    for (let i = 0; i < 21; i++) {
+      const { proof } = await solve();
+      await result("mnr_submitBitcoinBlock", [hex(proof.bitcoinBlock)]);
+    }
+    const head = await result("eth_blockNumber");
+    const res = await call(node.url, "mnr_submitBitcoinBlock", [hex(stale.bitcoinBlock)]);
+    expect(res.error?.code).toBe(-33000);
+    expect(res.error?.message).toMatch(
+      /^Cannot publish block, could not find hash 0x[0-9a-f]{64} in the cache$/,
+    );
+    expect(await result("eth_blockNumber")).toBe(head);
+  });
+});
+
 describe("uncles", () => {
   it("a second solution for the same parent becomes an uncle of the next block", async () => {
     const work = (await result("mnr_getWork")) as Work;
