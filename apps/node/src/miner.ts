@@ -99,7 +99,7 @@ export async function runMiner(opts: MinerOptions): Promise<MinerReport> {
         current = { id: ++workId, work };
         const hashForMergedMining = hexToBytes(work.blockHashForMergedMining);
         const target = hexToBytes(work.target);
-        workers.forEach((worker, i) =>
+        for (const [i, worker] of workers.entries()) {
           worker.postMessage({
             kind: "work",
             id: workId,
@@ -108,8 +108,8 @@ export async function runMiner(opts: MinerOptions): Promise<MinerReport> {
             bits: targetToCompact(BigInt(work.target)),
             extraNonceStart: base + BigInt(i),
             extraNonceStep: BigInt(workers.length),
-          } satisfies WorkMessage),
-        );
+          } satisfies WorkMessage);
+        }
       }
       if (Date.now() - lastReport >= REPORT_MS) {
         const rate = Math.round((hashesSinceReport * 1000) / (Date.now() - lastReport));
