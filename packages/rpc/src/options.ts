@@ -26,7 +26,7 @@ export type HttpLayer = "uws" | "node";
 export const HTTP_LAYERS: readonly HttpLayer[] = ["uws", "node"];
 
 /** Modules that hosted mode (API keys configured) always turns off. */
-export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm"];
+export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm", "mnr"];
 
 export const defaultRPCOptions: RPCOptions = {
   host: "127.0.0.1",

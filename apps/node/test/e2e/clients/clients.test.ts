@@ -82,7 +82,7 @@ describe("web3.js", () => {
     const accounts = await web3.eth.getAccounts();
     expect(accounts).toHaveLength(20);
     expect(await web3.eth.getNodeInfo()).toMatch(/^Nodex\//);
-    expect(await web3.eth.isMining()).toBe(false);
+    expect(await web3.eth.isMining()).toBe(true);
     expect(await web3.eth.isSyncing()).toBe(false);
   });
 });

@@ -75,7 +75,7 @@ describe("net_ and node status", () => {
     ["eth_protocolVersion", "0x3e"],
     ["nodex_protocolVersion", "0x3e"],
     ["eth_syncing", false],
-    ["eth_mining", false],
+    ["eth_mining", true],
     ["eth_hashrate", "0x0"],
   ])("%s answers %j", async (method, expected) => {
     expect(await result("regtest", method)).toEqual(expected);
