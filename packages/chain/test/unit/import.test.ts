@@ -1,42 +1,24 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Executor } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import {
   type Address,
   type Block,
-  type BlockHeader,
   bytesToHex,
   deriveDevAccounts,
   hexToBytes,
-  NETWORKS,
   nullLogger,
   signTransaction,
   unclesHash,
 } from "@nodex/types";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { Chain, type ConsensusRules, DEV_ACCOUNT_BALANCE } from "../../src/index.js";
+import { chainFactory, executor, MINER, network, withHeader } from "./fixtures.js";
 
-const network = NETWORKS.regtest;
-const executor = new Executor(network);
 const [alice, bob, carol] = deriveDevAccounts();
-const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
-
-const dirs: string[] = [];
-const dbs: Database[] = [];
-afterEach(async () => {
-  for (const db of dbs.splice(0)) await db.close().catch(() => {});
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-async function newChain(rules?: ConsensusRules): Promise<Chain> {
-  const dir = mkdtempSync(join(tmpdir(), "nodex-import-"));
-  dirs.push(dir);
-  const db = await Database.open(join(dir, "db"));
-  dbs.push(db);
-  return Chain.open(network, { db, executor, logger: nullLogger, ...(rules ? { rules } : {}) });
-}
+const makeChain = chainFactory();
+const newChain = (rules?: ConsensusRules) => makeChain(rules ? { rules } : {});
 
 const pay = (from: typeof alice, nonce: bigint, to: Address, value: bigint) =>
   signTransaction(
@@ -64,11 +46,6 @@ async function mineBlocks(
   }
   return blocks;
 }
-
-const withHeader = (block: Block, change: Partial<BlockHeader>): Block => ({
-  ...block,
-  header: { ...block.header, ...change },
-});
 
 describe("Chain.importBlock", () => {
   it("imports blocks built elsewhere and ends on the same head and state", async () => {
@@ -283,15 +260,17 @@ describe("reorganizations", () => {
     const branchA = await mineBlocks(a, 1, bob!.address, 1n, 1_000n);
     const branchC = await mineBlocks(c, 2, carol!.address, 1n, 2_000n);
     const dir = mkdtempSync(join(tmpdir(), "nodex-import-"));
-    dirs.push(dir);
     let db = await Database.open(join(dir, "db"));
     let node = await Chain.open(network, { db, executor, logger: nullLogger });
     await node.importBlock(branchA[0]!);
     for (const block of branchC) await node.importBlock(block);
     await db.close();
     db = await Database.open(join(dir, "db"));
-    dbs.push(db);
     node = await Chain.open(network, { db, executor, logger: nullLogger });
+    onTestFinished(async () => {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
     expect(bytesToHex(node.head.hash)).toBe(bytesToHex(c.head.hash));
     expect(bytesToHex((await node.getBlockByNumber(1n))!.hash)).toBe(
       bytesToHex((await c.getBlockByNumber(1n))!.hash),

@@ -1,42 +1,18 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Executor } from "@nodex/evm";
 import { extractTaggedHash, verifyMergedMiningProof } from "@nodex/mergemining";
-import { Database } from "@nodex/state";
 import {
-  type Address,
   type Block,
   type BlockHeader,
   bytesToHex,
   FORK_DETECTION_HEIGHT,
   hashForMergedMiningBase,
-  hexToBytes,
-  NETWORKS,
-  nullLogger,
 } from "@nodex/types";
-import { afterEach, describe, expect, it } from "vitest";
-import { Chain, mergedMiningRules, SYNTHETIC_SEALER } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { type Chain, mergedMiningRules, SYNTHETIC_SEALER } from "../../src/index.js";
+import { chainFactory, MINER, network, withHeader } from "./fixtures.js";
 
-const network = NETWORKS.regtest;
-const executor = new Executor(network);
 const rules = mergedMiningRules(network);
-const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
-
-const dirs: string[] = [];
-const dbs: Database[] = [];
-afterEach(async () => {
-  for (const db of dbs.splice(0)) await db.close().catch(() => {});
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-async function newChain(): Promise<Chain> {
-  const dir = mkdtempSync(join(tmpdir(), "nodex-mm-"));
-  dirs.push(dir);
-  const db = await Database.open(join(dir, "db"));
-  dbs.push(db);
-  return Chain.open(network, { db, executor, logger: nullLogger, rules, sealer: SYNTHETIC_SEALER });
-}
+const makeChain = chainFactory();
+const newChain = () => makeChain({ rules, sealer: SYNTHETIC_SEALER });
 
 async function mineEmpty(chain: Chain, count: number, from = 1_000n): Promise<Block[]> {
   const out: Block[] = [];
@@ -52,10 +28,6 @@ const flip = (bytes: Uint8Array, index: number): Uint8Array => {
   out[index] = out[index]! ^ 0x01;
   return out;
 };
-const withHeader = (block: Block, change: Partial<BlockHeader>): Block => ({
-  ...block,
-  header: { ...block.header, ...change },
-});
 
 describe("merged mining on the chain", () => {
   it("seals every mined block with a real proof of its hashForMergedMining", async () => {

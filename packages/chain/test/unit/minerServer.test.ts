@@ -1,7 +1,3 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Executor } from "@nodex/evm";
 import {
   buildSyntheticProof,
   doubleSha256,
@@ -9,51 +5,28 @@ import {
   syntheticCoinbase,
   txid,
 } from "@nodex/mergemining";
-import { Database } from "@nodex/state";
 import {
-  type Address,
   bytesToHex,
   deriveDevAccounts,
-  hexToBytes,
-  NETWORKS,
   nullLogger,
   type SignedTransaction,
   signTransaction,
 } from "@nodex/types";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  Chain,
   ChainError,
   MinerServer,
   mergedMiningRules,
   SYNTHETIC_SEALER,
   syntheticHeader,
 } from "../../src/index.js";
+import { chainFactory, MINER, network } from "./fixtures.js";
 
-const network = NETWORKS.regtest;
-const executor = new Executor(network);
-const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
 const [alice, bob] = deriveDevAccounts();
-
-const dirs: string[] = [];
-const dbs: Database[] = [];
-afterEach(async () => {
-  for (const db of dbs.splice(0)) await db.close().catch(() => {});
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+const makeChain = chainFactory();
 
 async function setup(pending: SignedTransaction[] = []) {
-  const dir = mkdtempSync(join(tmpdir(), "nodex-miner-"));
-  dirs.push(dir);
-  const db = await Database.open(join(dir, "db"));
-  dbs.push(db);
-  const chain = await Chain.open(network, {
-    db,
-    executor,
-    logger: nullLogger,
-    rules: mergedMiningRules(network),
-    sealer: SYNTHETIC_SEALER,
-  });
+  const chain = await makeChain({ rules: mergedMiningRules(network), sealer: SYNTHETIC_SEALER });
   const server = new MinerServer(chain, {
     coinbase: () => MINER,
     transactions: () => pending,
