@@ -564,6 +564,56 @@ export class Chain {
   }
 
   /**
+   * Makes canonical block `number` the head again and deletes the blocks above it, with their
+   * indexes, in one batch: what a development network's `evm_revert` and `evm_reset` do. Throws
+   * `ChainError` when there is no such block or its state is no longer kept.
+   */
+  rewindTo(number: bigint): Promise<StoredBlock> {
+    const run = this.#queue.then(() => this.#rewindTo(number));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #rewindTo(number: bigint): Promise<StoredBlock> {
+    const target = await this.getBlockByNumber(number);
+    if (target === undefined)
+      throw new ChainError(ChainErrorCode.NOT_FOUND, `no block ${number} on the chain`);
+    await this.stateAt(target.block.header);
+    const head = this.#head.block.header.number;
+    const removed: StoredBlock[] = [];
+    for (let n = number + 1n; n <= head; n++) {
+      const block = await this.getBlockByNumber(n);
+      if (block !== undefined) removed.push(block);
+    }
+    const ops: WriteOp[] = [];
+    for (const block of removed) {
+      ops.push({
+        type: "del",
+        bucket: Bucket.CANONICAL,
+        key: numberKey(block.block.header.number),
+      });
+      for (const tx of block.block.transactions)
+        ops.push({ type: "del", bucket: Bucket.TX_LOOKUP, key: tx.hash });
+      for (const bucket of [Bucket.HEADER, Bucket.BODY, Bucket.RECEIPTS, Bucket.TOTAL_DIFFICULTY])
+        ops.push({ type: "del", bucket, key: block.hash });
+    }
+    ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: target.hash });
+    await this.#db.write(ops);
+    for (const block of removed) {
+      const key = bytesToHex(block.hash);
+      this.#canonical.delete(block.block.header.number);
+      this.#blocks.delete(key);
+      this.#receipts.delete(key);
+      this.#headers.delete(key);
+    }
+    this.#sideBlocks.clear();
+    this.#headState = undefined;
+    this.#head = target;
+    this.#log.info("Rewound the chain", { head: number, removedBlocks: removed.length });
+    return target;
+  }
+
+  /**
    * A block on the head with as many of `txs` as can run, complete but for its seal (the
    * merged-mining fields are empty): work for miners. Nothing is written; the head's state is
    * left as it is.

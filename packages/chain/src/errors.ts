@@ -4,6 +4,7 @@ export const ChainErrorCode = {
   STATE_MISSING: "CHAIN_STATE_MISSING",
   CORRUPT: "CHAIN_CORRUPT",
   INVALID_BLOCK: "CHAIN_INVALID_BLOCK",
+  NOT_FOUND: "CHAIN_NOT_FOUND",
   /** A miner's solution that cannot become a block (answered as -33000). */
   MINING_SUBMISSION: "CHAIN_MINING_SUBMISSION",
 } as const;

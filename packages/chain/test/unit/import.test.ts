@@ -7,6 +7,7 @@ import {
   type Block,
   bytesToHex,
   deriveDevAccounts,
+  headerHash,
   hexToBytes,
   nullLogger,
   signTransaction,
@@ -161,6 +162,27 @@ describe("Chain.buildTemplate", () => {
     const state = await chain.stateAt(chain.head.block.header);
     expect(await state.getNonce(alice!.address)).toBe(0n);
     expect(await chain.getBlockByNumber(1n)).toBeUndefined();
+  });
+});
+
+describe("Chain.rewindTo", () => {
+  it("makes an earlier block the head and deletes the blocks above, indexes and all", async () => {
+    const chain = await newChain();
+    const blocks = await mineBlocks(chain, 4, bob!.address, 10n, 1_000n);
+    const laterTx = blocks[3]!.transactions[0]!.hash;
+    const rewound = await chain.rewindTo(2n);
+    expect(rewound.block.header.number).toBe(2n);
+    expect(chain.head.block.header.number).toBe(2n);
+    expect(await chain.getBlockByNumber(3n)).toBeUndefined();
+    expect(await chain.getBlockByHash(headerHash(blocks[3]!.header))).toBeUndefined();
+    expect(await chain.getTransactionLocation(laterTx)).toBeUndefined();
+    const state = await chain.stateAt(chain.head.block.header);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 20n);
+    // The chain goes on from there: nonce 2 is free again.
+    const mined = await chain.mine([pay(alice, 2n, carol!.address, 1n)], { coinbase: MINER });
+    expect(mined.block.header.number).toBe(3n);
+    expect(mined.rejected).toEqual([]);
+    await expect(chain.rewindTo(9n)).rejects.toThrow("no block 9 on the chain");
   });
 });
 
