@@ -110,6 +110,9 @@ export interface BlockTemplate {
   readonly parentHash: Uint8Array;
   /** What a miner's proof must commit to, after `RSKBLOCK:` in the Bitcoin coinbase. */
   readonly hashForMergedMining: Uint8Array;
+  /** The state after the block's transactions (in memory: the pending state). */
+  readonly state: WorldState;
+  readonly receipts: readonly Receipt[];
   readonly rejected: readonly RejectedTransaction[];
 }
 
@@ -627,6 +630,8 @@ export class Chain {
         parentHash: parent.hash,
         hashForMergedMining: await this.hashForMergedMining(built.header),
         rejected: built.run.rejected,
+        state: built.run.state,
+        receipts: built.run.receipts,
       };
     });
     this.#queue = run.catch(() => {});

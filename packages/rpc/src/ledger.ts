@@ -1,5 +1,5 @@
-import type { Chain, MinedBlock, StoredBlock } from "@nodex/chain";
-import type { CallOutcome, CallRequest, Executor } from "@nodex/evm";
+import { type Chain, cumulativeDifficulty, type MinedBlock, type StoredBlock } from "@nodex/chain";
+import type { BlockContext, CallOutcome, CallRequest, Executor } from "@nodex/evm";
 import {
   type BloomBits,
   bloomBits,
@@ -15,6 +15,7 @@ import {
   bytesToHex,
   decodeTransaction,
   formatBlockSelector,
+  headerHash,
   type Log,
   type Receipt,
   type SignedTransaction,
@@ -54,6 +55,16 @@ export interface LedgerOptions {
   readonly coinbase: () => Address;
 }
 
+/** The `pending` block: not sealed, not stored; its state lives in memory. */
+export interface PendingBlock extends StoredBlock {
+  readonly pending: true;
+  readonly state: WorldState;
+}
+
+export function isPending(block: StoredBlock): block is PendingBlock {
+  return (block as Partial<PendingBlock>).pending === true;
+}
+
 /** A transaction in its block. */
 export interface IncludedTransaction {
   readonly tx: SignedTransaction;
@@ -84,6 +95,9 @@ export class Ledger {
    * (A first form of the transaction pool: no replacement, no limits.)
    */
   readonly #pending = new Map<string, SignedTransaction>();
+  /** Changes whenever the waiting transactions change (the pending block is rebuilt). */
+  #pendingVersion = 0;
+  #pendingBlock: { key: string; block: Promise<PendingBlock> } | undefined;
   /** Read-only states by state root, most recently used last. */
   readonly #states = new Map<string, Promise<WorldState>>();
 
@@ -117,8 +131,9 @@ export class Ledger {
       case "tag":
         switch (selector.tag) {
           case "latest":
-          case "pending":
             return this.chain.head;
+          case "pending":
+            return this.pendingBlock();
           case "earliest":
             return (await this.chain.getBlockByNumber(0n)) ?? null;
           default:
@@ -146,7 +161,38 @@ export class Ledger {
    * runs each on a write layer of its own.
    */
   async state(selector: BlockSelector): Promise<WorldState> {
-    return this.#stateAt((await this.require(selector)).block.header);
+    // With nothing waiting, the pending state is the head's: no block to build.
+    if (isPendingTag(selector) && this.#pending.size === 0)
+      return this.#stateAt(this.chain.head.block.header);
+    const block = await this.require(selector);
+    return isPending(block) ? block.state : this.#stateAt(block.block.header);
+  }
+
+  /**
+   * The `pending` block: built on the head from the transactions waiting for a block, with the
+   * state after them. Rebuilt when the head or the waiting transactions change.
+   */
+  pendingBlock(): Promise<PendingBlock> {
+    const head = this.chain.head;
+    const key = `${bytesToHex(head.hash)}:${this.#pendingVersion}`;
+    if (this.#pendingBlock?.key !== key) {
+      const block = this.chain
+        .buildTemplate(this.pendingTransactions(), { coinbase: this.#coinbase() })
+        .then(
+          (template): PendingBlock => ({
+            block: template.block,
+            hash: headerHash(template.block.header),
+            totalDifficulty: head.totalDifficulty + cumulativeDifficulty(template.block),
+            pending: true,
+            state: template.state,
+          }),
+        );
+      block.catch(() => {
+        if (this.#pendingBlock?.key === key) this.#pendingBlock = undefined;
+      });
+      this.#pendingBlock = { key, block };
+    }
+    return this.#pendingBlock.block;
   }
 
   #stateAt(header: BlockHeader): Promise<WorldState> {
@@ -227,6 +273,7 @@ export class Ledger {
       );
     }
     this.#pending.set(bytesToHex(tx.hash), tx);
+    this.#pendingVersion++;
   }
 
   /**
@@ -238,6 +285,7 @@ export class Ledger {
     const mined = await this.chain.mine(this.pendingTransactions(), {
       coinbase: this.#coinbase(),
     });
+    this.#pendingVersion++;
     for (const tx of mined.block.transactions) this.#pending.delete(bytesToHex(tx.hash));
     for (const { tx, error } of mined.rejected) {
       if (error.code === ExecutionErrorCode.NONCE_TOO_HIGH) continue;
@@ -268,9 +316,11 @@ export class Ledger {
 
   /** The account's nonce after the selected block; for `pending`, after its waiting transactions. */
   async nonce(address: Address, selector: BlockSelector): Promise<bigint> {
-    let nonce = await (await this.state(selector)).getNonce(address);
-    if (selector.kind !== "tag" || selector.tag !== "pending" || this.#pending.size === 0)
-      return nonce;
+    if (!isPendingTag(selector) || this.#pending.size === 0)
+      return (await this.state(selector)).getNonce(address);
+    // The head's nonce, then each waiting transaction of the sender in turn (a transaction the
+    // pending block could not run still takes its nonce, as geth counts).
+    let nonce = await (await this.#stateAt(this.chain.head.block.header)).getNonce(address);
     const waiting = new Set<bigint>();
     for (const tx of this.#pending.values()) if (sameBytes(tx.from, address)) waiting.add(tx.nonce);
     while (waiting.has(nonce)) nonce++;
@@ -278,9 +328,27 @@ export class Ledger {
   }
 
   async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {
-    const header = (await this.require(selector)).block.header;
-    const ctx = this.chain.nextBlockContext(header, this.#coinbase());
-    return this.executor.call(await this.#stateAt(header), req, ctx);
+    const { state, ctx } = await this.#callTarget(selector);
+    return this.executor.call(state, req, ctx);
+  }
+
+  /**
+   * Where a call at `selector` runs: on the state after the block, as part of the block after
+   * it; for `pending`, on the pending state as part of the pending block.
+   */
+  async #callTarget(selector: BlockSelector): Promise<{ state: WorldState; ctx: BlockContext }> {
+    const block = await this.require(selector);
+    if (isPending(block)) {
+      return {
+        state: block.state,
+        ctx: this.chain.nextBlockContext(this.chain.head.block.header, this.#coinbase()),
+      };
+    }
+    const header = block.block.header;
+    return {
+      state: await this.#stateAt(header),
+      ctx: this.chain.nextBlockContext(header, this.#coinbase()),
+    };
   }
 
   /**
@@ -288,9 +356,7 @@ export class Ledger {
    * gas limit. A call that fails even with all of it gets that upper bound as its estimate.
    */
   async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint> {
-    const header = (await this.require(selector)).block.header;
-    const ctx = this.chain.nextBlockContext(header, this.#coinbase());
-    const state = await this.#stateAt(header);
+    const { state, ctx } = await this.#callTarget(selector);
     const cap = req.gas ?? ctx.gasLimit;
     const run = (gas: bigint) => this.executor.call(state, { ...req, gas }, ctx);
     const first = await run(cap);
@@ -412,6 +478,10 @@ export class Ledger {
 interface FilterBits {
   readonly addresses: readonly BloomBits[];
   readonly topics: readonly (readonly BloomBits[] | null)[];
+}
+
+function isPendingTag(selector: BlockSelector): boolean {
+  return selector.kind === "tag" && selector.tag === "pending";
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

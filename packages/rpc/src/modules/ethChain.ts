@@ -1,7 +1,7 @@
 import type { StoredBlock } from "@nodex/chain";
 import { BlockTag, bytesToHex, headerHash } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "../errors.js";
-import type { FoundLog, Ledger } from "../ledger.js";
+import { type FoundLog, isPending, type Ledger } from "../ledger.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { RawJson, r } from "../results.js";
@@ -59,7 +59,8 @@ function transactionAt(found: StoredBlock, index: bigint): Record<string, unknow
     index < BigInt(found.block.transactions.length)
       ? found.block.transactions[Number(index)]
       : undefined;
-  return tx === undefined ? null : formatTransaction(tx, found, Number(index));
+  if (tx === undefined) return null;
+  return formatTransaction(tx, isPending(found) ? undefined : found, Number(index));
 }
 
 /** An uncle as a block object without transactions; its total difficulty is not tracked. */
@@ -116,7 +117,8 @@ export function ethChainModule(ledger: Ledger) {
       result: r.json,
       handler: async (_s, [block, full]) => {
         const found = await ledger.resolve(block);
-        return found === null ? null : blocks.get(found, full);
+        if (found === null) return null;
+        return isPending(found) ? formatBlock(found, full) : blocks.get(found, full);
       },
     }),
     getBlockByHash: method({

@@ -13,12 +13,16 @@ import {
   type SignedTransaction,
   withForkDetectionData,
 } from "@nodex/types";
-import type { FoundLog, IncludedReceipt } from "../ledger.js";
+import { type FoundLog, type IncludedReceipt, isPending } from "../ledger.js";
 
 const ZERO_NONCE = "0x0000000000000000";
 const ZERO_HASH = `0x${"00".repeat(32)}`;
 
-/** The spec's block object; `fullTransactions` puts transaction objects in place of hashes. */
+/**
+ * The spec's block object; `fullTransactions` puts transaction objects in place of hashes. The
+ * pending block has `number`, `hash`, `nonce` and `logsBloom` null, as the spec says, and its
+ * transactions no block.
+ */
 export function formatBlock(
   stored: StoredBlock,
   fullTransactions: boolean,
@@ -26,13 +30,15 @@ export function formatBlock(
   const { header, transactions, uncles } = stored.block;
   let cumulativeDifficulty = header.difficulty;
   for (const uncle of uncles) cumulativeDifficulty += uncle.difficulty;
+  const pending = isPending(stored);
   return {
     ...formatHeaderFields(header, stored.hash),
+    ...(pending ? { number: null, hash: null, nonce: null, logsBloom: null } : {}),
     cumulativeDifficulty: encodeQuantity(cumulativeDifficulty),
     totalDifficulty: encodeQuantity(stored.totalDifficulty),
     size: encodeQuantity(encodeBlock(stored.block).length),
     transactions: fullTransactions
-      ? transactions.map((tx, i) => formatTransaction(tx, stored, i))
+      ? transactions.map((tx, i) => formatTransaction(tx, pending ? undefined : stored, i))
       : transactions.map((tx) => bytesToHex(tx.hash)),
     uncles: uncles.map((u) => bytesToHex(headerHash(u))),
   };

@@ -236,3 +236,84 @@ describe("kill -9 during a stream of blocks with a state window", () => {
     }
   });
 });
+
+describe("the pending block", () => {
+  let node: RunningNode;
+  beforeAll(async () => {
+    // Blocks an hour apart: what is sent stays pending for the whole test.
+    node = await startNode({ args: ["--mine-interval", "3600"] });
+  });
+  afterAll(async () => {
+    await node?.stop();
+  });
+
+  it("holds the waiting transactions, and every block-selector method reads it", async () => {
+    const wallet = new Wallet(KEY0);
+    const raw = await wallet.signTransaction({
+      to: TO,
+      value: 42n,
+      gasLimit: 21_000n,
+      gasPrice: 0n,
+      nonce: 0,
+      chainId: 33,
+      type: 0,
+    });
+    const hash = (await result(node.url, "eth_sendRawTransaction", [raw])) as string;
+
+    const block = (await result(node.url, "eth_getBlockByNumber", ["pending", true])) as Record<
+      string,
+      unknown
+    > & { transactions: Record<string, unknown>[] };
+    expect(block).toMatchObject({ number: null, hash: null, nonce: null, logsBloom: null });
+    expect(block.parentHash).toBe(
+      ((await result(node.url, "eth_getBlockByNumber", ["latest", false])) as { hash: string })
+        .hash,
+    );
+    expect(block.transactions).toHaveLength(1);
+    expect(block.transactions[0]).toMatchObject({
+      hash,
+      blockHash: null,
+      blockNumber: null,
+      transactionIndex: null,
+    });
+    expect(block.gasUsed).toBe("0x5208");
+
+    expect(await result(node.url, "eth_getBalance", [TO, "pending"])).toBe("0x2a");
+    expect(await result(node.url, "eth_getBalance", [TO, "latest"])).toBe("0x0");
+    expect(await result(node.url, "eth_getTransactionCount", [wallet.address, "pending"])).toBe(
+      "0x1",
+    );
+    expect(await result(node.url, "eth_getTransactionCount", [wallet.address, "latest"])).toBe(
+      "0x0",
+    );
+    expect(await result(node.url, "eth_getBlockTransactionCountByNumber", ["pending"])).toBe("0x1");
+    expect(
+      (
+        (await result(node.url, "eth_getTransactionByBlockNumberAndIndex", ["pending", "0x0"])) as {
+          hash: string;
+        }
+      ).hash,
+    ).toBe(hash);
+    expect(await result(node.url, "eth_getUncleCountByBlockNumber", ["pending"])).toBe("0x0");
+    expect(
+      await result(node.url, "eth_getUncleByBlockNumberAndIndex", ["pending", "0x0"]),
+    ).toBeNull();
+    expect(await result(node.url, "eth_getCode", [TO, "pending"])).toBe("0x");
+    expect(await result(node.url, "eth_call", [{ to: TO }, "pending"])).toBe("0x");
+    // The sender spent 42 in the pending state: a call moving its whole latest balance fails.
+    const balance = BigInt(
+      (await result(node.url, "eth_getBalance", [wallet.address, "latest"])) as string,
+    );
+    const pendingBalance = BigInt(
+      (await result(node.url, "eth_getBalance", [wallet.address, "pending"])) as string,
+    );
+    expect(balance - pendingBalance).toBe(42n);
+    expect(
+      await result(node.url, "eth_estimateGas", [
+        { from: wallet.address, to: TO, value: "0x1" },
+        "pending",
+      ]),
+    ).toBe("0x5208");
+    expect(await result(node.url, "eth_getTransactionReceipt", [hash])).toBeNull();
+  });
+});
