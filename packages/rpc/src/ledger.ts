@@ -1,4 +1,10 @@
-import { type Chain, cumulativeDifficulty, type MinedBlock, type StoredBlock } from "@nodex/chain";
+import {
+  type Chain,
+  cumulativeDifficulty,
+  type MinedBlock,
+  type MineOptions,
+  type StoredBlock,
+} from "@nodex/chain";
 import type { BlockContext, CallOutcome, CallRequest, Executor } from "@nodex/evm";
 import {
   type BloomBits,
@@ -95,6 +101,18 @@ export class Ledger {
    * (A first form of the transaction pool: no replacement, no limits.)
    */
   readonly #pending = new Map<string, SignedTransaction>();
+  /** Whether a block is mined for each transaction received (off: they wait, see `minePending`). */
+  #autoMining: boolean;
+  /** Whether blocks are made at all (`evm_stopMining` stops both automine and the interval). */
+  #miningStopped = false;
+  /** Seconds added to the clock for new blocks (`evm_increaseTime`, `evm_mine` with a time). */
+  #timeOffset = 0n;
+  /** `evm_snapshot`s, by id: the head, the waiting transactions and the clock offset then. */
+  readonly #snapshots = new Map<
+    bigint,
+    { head: bigint; waiting: SignedTransaction[]; timeOffset: bigint }
+  >();
+  #nextSnapshot = 1n;
   /** Changes whenever the waiting transactions change (the pending block is rebuilt). */
   #pendingVersion = 0;
   #pendingBlock: { key: string; block: Promise<PendingBlock> } | undefined;
@@ -106,6 +124,7 @@ export class Ledger {
     this.executor = executor;
     this.automine = opts.automine;
     this.mineInterval = opts.mineInterval ?? 0;
+    this.#autoMining = this.mineInterval === 0;
     this.#coinbase = opts.coinbase;
   }
 
@@ -228,11 +247,11 @@ export class Ledger {
     ) {
       throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, "already known");
     }
-    if (this.mineInterval > 0) {
+    if (!this.#autoMining) {
       await this.#admit(tx);
       return tx.hash;
     }
-    const mined = await this.chain.mine([tx], { coinbase: this.#coinbase() });
+    const mined = await this.chain.mine([tx], this.#mineOptions());
     const rejected = mined.rejected[0];
     if (rejected !== undefined) {
       throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, rejected.error.message);
@@ -281,10 +300,13 @@ export class Ledger {
    * in nonce order. Those whose turn has not come (a nonce gap, no room left in the block) wait
    * for the next block; those that can never run are dropped.
    */
-  async minePending(): Promise<MinedBlock> {
-    const mined = await this.chain.mine(this.pendingTransactions(), {
-      coinbase: this.#coinbase(),
-    });
+  async minePending(): Promise<MinedBlock | undefined> {
+    if (this.#miningStopped) return undefined;
+    return this.#minePending();
+  }
+
+  async #minePending(timestamp?: bigint): Promise<MinedBlock> {
+    const mined = await this.chain.mine(this.pendingTransactions(), this.#mineOptions(timestamp));
     this.#pendingVersion++;
     for (const tx of mined.block.transactions) this.#pending.delete(bytesToHex(tx.hash));
     for (const { tx, error } of mined.rejected) {
@@ -293,6 +315,93 @@ export class Ledger {
       this.#pending.delete(bytesToHex(tx.hash));
     }
     return mined;
+  }
+
+  #mineOptions(timestamp?: bigint): MineOptions {
+    if (timestamp !== undefined) return { coinbase: this.#coinbase(), timestamp };
+    if (this.#timeOffset === 0n) return { coinbase: this.#coinbase() };
+    return {
+      coinbase: this.#coinbase(),
+      timestamp: BigInt(Math.floor(Date.now() / 1000)) + this.#timeOffset,
+    };
+  }
+
+  // Development controls: the evm_ methods (regtest and devnet).
+
+  /** `evm_snapshot`: remembers the head, the waiting transactions and the clock; its id. */
+  snapshot(): bigint {
+    const id = this.#nextSnapshot++;
+    this.#snapshots.set(id, {
+      head: this.chain.head.block.header.number,
+      waiting: this.pendingTransactions(),
+      timeOffset: this.#timeOffset,
+    });
+    return id;
+  }
+
+  /**
+   * `evm_revert`: back to snapshot `id` (chain, waiting transactions, clock). Ids are single-use,
+   * as in Hardhat and Ganache: this one and every later one are gone afterwards. `false` for an
+   * unknown id.
+   */
+  async revert(id: bigint): Promise<boolean> {
+    const snapshot = this.#snapshots.get(id);
+    if (snapshot === undefined) return false;
+    for (const key of [...this.#snapshots.keys()]) if (key >= id) this.#snapshots.delete(key);
+    await this.chain.rewindTo(snapshot.head);
+    this.#pending.clear();
+    for (const tx of snapshot.waiting) this.#pending.set(bytesToHex(tx.hash), tx);
+    this.#pendingVersion++;
+    this.#timeOffset = snapshot.timeOffset;
+    return true;
+  }
+
+  /** `evm_reset`: back to genesis, nothing waiting, no snapshots, the real clock. */
+  async reset(): Promise<void> {
+    this.#snapshots.clear();
+    await this.chain.rewindTo(0n);
+    this.#pending.clear();
+    this.#pendingVersion++;
+    this.#timeOffset = 0n;
+  }
+
+  /** `evm_increaseTime`: moves the clock of new blocks forward; the total offset in seconds. */
+  increaseTime(seconds: bigint): bigint {
+    if (seconds > 0n) this.#timeOffset += seconds;
+    return this.#timeOffset;
+  }
+
+  /**
+   * `evm_mine`: a block now with the waiting transactions; with `timestamp`, at that time, and
+   * the clock of later blocks continues from it.
+   */
+  async mineBlock(timestamp?: bigint): Promise<MinedBlock> {
+    if (timestamp !== undefined) {
+      const head = this.chain.head.block.header.timestamp;
+      if (timestamp <= head) {
+        throw new RPCError(
+          RPCErrorCode.INVALID_PARAMS,
+          `timestamp ${timestamp} is not after the head's ${head}`,
+        );
+      }
+      this.#timeOffset = timestamp - BigInt(Math.floor(Date.now() / 1000));
+    }
+    return this.#minePending(timestamp);
+  }
+
+  /**
+   * `evm_startMining` / `evm_stopMining`: whether blocks are made. Stopped, transactions wait
+   * (neither automine nor the interval makes blocks); started again, the configured way
+   * resumes, and automine mines what waits.
+   */
+  async setMining(on: boolean): Promise<void> {
+    this.#miningStopped = !on;
+    this.#autoMining = on && this.mineInterval === 0;
+    if (this.#autoMining && this.#pending.size > 0) await this.#minePending();
+  }
+
+  get miningStopped(): boolean {
+    return this.#miningStopped;
   }
 
   /** The transactions waiting for the next block, each sender's in nonce order. */

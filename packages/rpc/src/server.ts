@@ -4,6 +4,7 @@ import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { ethChainModule } from "./modules/ethChain.js";
+import { evmModule } from "./modules/evm.js";
 import { builtinModules } from "./modules/index.js";
 import { miningModules } from "./modules/mining.js";
 import { nodexChainModule } from "./modules/nodexChain.js";
@@ -42,7 +43,13 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   );
   const ledger = deps.services.ledger;
   const chainModules =
-    ledger === undefined ? [] : [ethChainModule(ledger), nodexChainModule(ledger)];
+    ledger === undefined
+      ? []
+      : [
+          ethChainModule(ledger),
+          nodexChainModule(ledger),
+          ...(ledger.automine ? [evmModule(ledger)] : []),
+        ];
   const miner = deps.services.miner;
   if (miner !== undefined) chainModules.push(...miningModules(miner));
   registry = new MethodRegistry(
