@@ -24,6 +24,7 @@ export type { Hex } from "./hex.js";
 export { bytesToHex, hexToBytes, keccak256 } from "./hex.js";
 export type { LogContext, Logger, LogLevel } from "./logger.js";
 export { LOG_LEVELS, nullLogger } from "./logger.js";
+export { hashMessage, isPrivateKey, signMessage } from "./message.js";
 export type { ModuleName, NetworkName, NetworkPreset } from "./networks.js";
 export {
   isNetworkName,
