@@ -1,5 +1,6 @@
 import { ChainErrorCode } from "@nodex/chain";
 import { CodecErrorCode, DecodeErrorCode, NodexError, TransactionErrorCode } from "@nodex/types";
+import { WalletErrorCode } from "./wallet.js";
 
 /**
  * JSON-RPC error codes. The standard ones (-32700 … -32603) and the reference node's
@@ -49,6 +50,12 @@ const domainCodes: Readonly<Record<string, number>> = {
   [TransactionErrorCode.INVALID_SIGNATURE]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.STATE_MISSING]: RPCErrorCode.SERVER_ERROR,
   [ChainErrorCode.MINING_SUBMISSION]: RPCErrorCode.MINING_SUBMISSION_FAILED,
+  // Wallet failures: geth's -32000 (unknown, locked accounts, wrong passphrase, unreadable file).
+  [WalletErrorCode.UNKNOWN_ACCOUNT]: RPCErrorCode.SERVER_ERROR,
+  [WalletErrorCode.LOCKED]: RPCErrorCode.SERVER_ERROR,
+  [WalletErrorCode.WRONG_PASSPHRASE]: RPCErrorCode.SERVER_ERROR,
+  [WalletErrorCode.KEYSTORE]: RPCErrorCode.SERVER_ERROR,
+  [WalletErrorCode.INVALID_KEY]: RPCErrorCode.INVALID_PARAMS,
 };
 
 /**

@@ -48,4 +48,6 @@ export type {
   RPCServices,
   SubmittedBlockInfo,
   SyncStatus,
+  WalletService,
 } from "./services.js";
+export { WalletError, WalletErrorCode } from "./wallet.js";

@@ -3,11 +3,13 @@ import { Dispatcher } from "./dispatcher.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
+import { ethAccountsModule } from "./modules/ethAccounts.js";
 import { ethChainModule } from "./modules/ethChain.js";
 import { evmModule } from "./modules/evm.js";
 import { builtinModules } from "./modules/index.js";
 import { miningModules } from "./modules/mining.js";
 import { nodexChainModule } from "./modules/nodexChain.js";
+import { personalModule } from "./modules/personal.js";
 import { rpcModule } from "./modules/rpc.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
@@ -52,6 +54,9 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
         ];
   const miner = deps.services.miner;
   if (miner !== undefined) chainModules.push(...miningModules(miner));
+  const wallet = deps.services.wallet;
+  if (wallet !== undefined)
+    chainModules.push(ethAccountsModule(wallet, ledger), personalModule(wallet, ledger));
   registry = new MethodRegistry(
     [...builtinModules, ...chainModules, rpc, ...(deps.modules ?? [])],
     {

@@ -1,4 +1,4 @@
-import type { Address, NetworkPreset } from "@nodex/types";
+import type { Address, NetworkPreset, SignedTransaction, UnsignedTransaction } from "@nodex/types";
 import type { Ledger } from "./ledger.js";
 
 /** The chain as the RPC methods see it. */
@@ -95,6 +95,37 @@ export interface AccountsView {
 }
 
 /**
+ * The node's accounts and their keys: `eth_sign`, `eth_sendTransaction` and `personal_*`.
+ * Failures are `WalletError`s; no method puts a key or a passphrase in an error or a log.
+ */
+export interface WalletService extends AccountsView {
+  /** A new random key, stored encrypted with `passphrase`; the account starts locked. */
+  newAccount(passphrase: string): Promise<Address>;
+  /** Stores `privateKey` encrypted with `passphrase`; the account starts locked. */
+  importRawKey(privateKey: Uint8Array, passphrase: string): Promise<Address>;
+  /** The account of key keccak256(UTF-8 seed), held unlocked in memory until the node stops. */
+  newAccountWithSeed(seed: string): Address;
+  /** Unlocks for `seconds` (0: until the node stops); `false` when the passphrase is wrong. */
+  unlock(address: Address, passphrase: string, seconds: number): Promise<boolean>;
+  /** Locks a keystore account; `false` for accounts that cannot be locked. */
+  lock(address: Address): boolean;
+  /** The private key of an unlocked account. */
+  dumpRawKey(address: Address): Uint8Array;
+  /** `eth_sign`: 65 bytes r ‖ s ‖ v (27/28) over the prefixed message hash. */
+  signMessage(address: Address, message: Uint8Array): Uint8Array;
+  /**
+   * Signs with EIP-155 for `chainId`: with the unlocked key, or, when `passphrase` is given,
+   * with the key it decrypts, for this call only.
+   */
+  signTransaction(
+    address: Address,
+    tx: UnsignedTransaction,
+    chainId: number,
+    passphrase?: string,
+  ): Promise<SignedTransaction>;
+}
+
+/**
  * Everything method handlers may use. `apps/node` builds it from the real packages;
  * each handler names the parts it needs.
  */
@@ -106,6 +137,8 @@ export interface RPCServices {
   readonly peers: PeersView;
   readonly mining: MiningView;
   readonly accounts: AccountsView;
+  /** The node's keys; `eth_sign`, `eth_sendTransaction` and `personal_*` are served when present. */
+  readonly wallet?: WalletService;
   /** Blocks, state, transactions and calls; the chain methods are served when it is present. */
   readonly ledger?: Ledger;
   /** Merged-mining work and submissions; the `mnr_` and work methods are served when present. */

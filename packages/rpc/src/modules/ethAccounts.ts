@@ -1,0 +1,100 @@
+import { type Address, CodecError, parseQuantity, type UnsignedTransaction } from "@nodex/types";
+import { parseCallObject } from "../callObject.js";
+import type { Ledger } from "../ledger.js";
+import { type ParamSpec, p } from "../params.js";
+import { defineModule, method } from "../registry.js";
+import { r } from "../results.js";
+import type { ChainView, WalletService } from "../services.js";
+import { WalletError, WalletErrorCode } from "../wallet.js";
+
+/** `eth_sendTransaction`'s gas when the object gives none (the spec's default). */
+export const DEFAULT_SEND_GAS = 90_000n;
+
+const PENDING = { kind: "tag", tag: "pending" } as const;
+
+/** A transaction object of `eth_sendTransaction` and `personal_sendTransaction`. */
+export interface SendRequest {
+  readonly from: Address;
+  readonly to: Address | null;
+  readonly gas?: bigint;
+  readonly gasPrice?: bigint;
+  readonly value?: bigint;
+  readonly data?: Uint8Array;
+  readonly nonce?: bigint;
+}
+
+/** The call-object fields plus `nonce`; `from` is required. */
+export function parseSendRequest(value: unknown, arg: number): SendRequest {
+  const call = parseCallObject(value, arg);
+  if (call.from === undefined) throw new CodecError(arg, "from: the sender is required");
+  const rawNonce = (value as Record<string, unknown>).nonce;
+  let nonce: bigint | undefined;
+  if (rawNonce !== undefined && rawNonce !== null) {
+    try {
+      nonce = parseQuantity(rawNonce, arg, { maxBits: 64 });
+    } catch (err) {
+      if (err instanceof CodecError) throw new CodecError(arg, `nonce: ${err.reason}`);
+      throw err;
+    }
+  }
+  return { ...call, from: call.from, ...(nonce === undefined ? {} : { nonce }) };
+}
+
+export const sendRequest: ParamSpec<SendRequest> = {
+  name: "transaction",
+  parse: parseSendRequest,
+  optional: false,
+  defaultValue: undefined,
+};
+
+/** Fills the defaults (gas 90000, the node's gas price, the pending nonce), signs and sends. */
+export async function sendFromWallet(
+  deps: { ledger: Ledger; wallet: WalletService; chain: ChainView; chainId: number },
+  req: SendRequest,
+  passphrase?: string,
+): Promise<Uint8Array> {
+  const tx: UnsignedTransaction = {
+    nonce: req.nonce ?? (await deps.ledger.nonce(req.from, PENDING)),
+    gasPrice: req.gasPrice ?? deps.chain.gasPrice(),
+    gasLimit: req.gas ?? DEFAULT_SEND_GAS,
+    to: req.to,
+    value: req.value ?? 0n,
+    data: req.data ?? new Uint8Array(),
+  };
+  const signed = await deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
+  return deps.ledger.sendRawTransaction(signed.raw);
+}
+
+/** The hosted endpoint holds no keys: every account is unknown there. */
+export function noKeysWhenHosted(hosted: boolean, address: Address): void {
+  if (hosted) {
+    throw new WalletError(WalletErrorCode.UNKNOWN_ACCOUNT, "unknown account", { address });
+  }
+}
+
+/** `eth_sign` and (with a ledger) `eth_sendTransaction`, served from the node's wallet. */
+export function ethAccountsModule(wallet: WalletService, ledger: Ledger | undefined) {
+  const methods = {
+    sign: method({
+      params: [p.address, p.data],
+      result: r.data,
+      handler: (_s, [address, message], { hosted }) => {
+        noKeysWhenHosted(hosted, address);
+        return wallet.signMessage(address, message);
+      },
+    }),
+    ...(ledger === undefined
+      ? {}
+      : {
+          sendTransaction: method({
+            params: [sendRequest],
+            result: r.data,
+            handler: ({ chain, network }, [req], { hosted }) => {
+              noKeysWhenHosted(hosted, req.from);
+              return sendFromWallet({ ledger, wallet, chain, chainId: network.chainId }, req);
+            },
+          }),
+        }),
+  };
+  return defineModule("eth", methods);
+}
