@@ -9,6 +9,7 @@ import {
   type NetworkName,
   type NetworkPreset,
 } from "@nodex/types";
+import type { KeystoreKdf } from "./accounts/keystore.js";
 import {
   COMMAND_FLAGS,
   COMMAND_SETTINGS,
@@ -41,6 +42,8 @@ export interface NodeConfig {
   readonly minDifficulty: bigint | undefined;
   /** Seconds between blocks on development networks; 0 mines a block per transaction. */
   readonly mineInterval: number;
+  /** scrypt cost of the key files the node writes. */
+  readonly keystoreKdf: KeystoreKdf;
   readonly rpc: RPCOptions;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
@@ -189,6 +192,7 @@ export function parseCommandLine(environment: Environment): Command {
       (network.name === "regtest" ? "all" : DEFAULT_STATE_WINDOW),
     minDifficulty: pick<bigint>("minDifficulty"),
     mineInterval: pick<number>("mineInterval") ?? 0,
+    keystoreKdf: pick<KeystoreKdf>("keystoreKdf") ?? (dev ? "light" : "standard"),
     rpc: Object.freeze(rpc),
     sources: Object.freeze(sources),
   };

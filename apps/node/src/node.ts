@@ -2,6 +2,7 @@ import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import { createRPCServer, type Ledger, type RPCServer } from "@nodex/rpc";
 import type { Database } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
+import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
 import { createServices } from "./services.js";
@@ -35,7 +36,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       db = opened.db;
       const { chain, executor } = opened;
       if (config.network.devAccounts) printDevAccounts();
-      const services = createServices(config, chain, executor, logger);
+      const wallet = await openWallet(config, logger.child({ module: "accounts" }));
+      const services = createServices(config, chain, executor, logger, wallet);
       rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
       await rpc.start();
       if (services.ledger !== undefined && config.mineInterval > 0) {

@@ -247,6 +247,16 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 86_400, "a number of seconds"),
   },
   {
+    key: "keystoreKdf",
+    flag: "--keystore-kdf",
+    env: "NODEX_KEYSTORE_KDF",
+    valueName: "KIND",
+    description:
+      "scrypt cost of the key files the node writes to <datadir>/keystore: standard (n=262144, r=8, p=1) or light (n=4096, r=8, p=6, as geth's --lightkdf: faster, weaker against guessing); files of either kind are read",
+    defaultText: "light on regtest and devnet, standard elsewhere",
+    parse: oneOf(["standard", "light"]),
+  },
+  {
     key: "logLevel",
     flag: "--log-level",
     env: "NODEX_LOG_LEVEL",

@@ -1,6 +1,6 @@
 import { type Chain, MinerServer } from "@nodex/chain";
 import type { Executor } from "@nodex/evm";
-import { Ledger, type RPCServices } from "@nodex/rpc";
+import { Ledger, type RPCServices, type WalletService } from "@nodex/rpc";
 import {
   type Address,
   deriveDevAccounts,
@@ -30,6 +30,8 @@ export function createServices(
   chain: Chain,
   executor: Executor,
   logger: Logger,
+  /** The node's accounts (dev accounts and the keystore); without it, the dev addresses only. */
+  wallet?: WalletService,
 ): RPCServices {
   const { network } = config;
   let accounts: readonly Address[] | undefined;
@@ -73,7 +75,8 @@ export function createServices(
       mining: () => network.devAccounts || miner.reportedHashrate() > 0n,
       hashrate: () => miner.reportedHashrate(),
     },
-    accounts: { list: listAccounts },
+    accounts: wallet ?? { list: listAccounts },
+    ...(wallet === undefined ? {} : { wallet }),
     ledger,
     miner,
   };
