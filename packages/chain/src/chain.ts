@@ -175,6 +175,8 @@ export class Chain {
   #headState: { store: NodeStore; state: WorldState; root: string } | undefined;
   /** Recently used blocks by hash: reading a block recovers every sender, which is slow. */
   readonly #blocks = new Map<string, StoredBlock>();
+  /** Called after each change of the head. */
+  readonly #headListeners = new Set<(head: StoredBlock) => void>();
   /** Recent blocks off the canonical chain, by number and hash: uncles for the next blocks. */
   readonly #sideBlocks = new Map<bigint, Map<string, StoredBlock>>();
   /** Headers read alone (for fork-detection data), by hash. */
@@ -237,6 +239,26 @@ export class Chain {
 
   get head(): StoredBlock {
     return this.#head;
+  }
+
+  /**
+   * Calls `listener` after each change of the head (a block built or imported on it, a
+   * reorganization, a rewind), with the new head. Returns the function that unsubscribes.
+   */
+  onNewHead(listener: (head: StoredBlock) => void): () => void {
+    this.#headListeners.add(listener);
+    return () => this.#headListeners.delete(listener);
+  }
+
+  #setHead(head: StoredBlock): void {
+    this.#head = head;
+    for (const listener of this.#headListeners) {
+      try {
+        listener(head);
+      } catch (err) {
+        this.#log.error("A new-head listener failed", { error: (err as Error).message });
+      }
+    }
   }
 
   async getBlockByHash(hash: Uint8Array): Promise<StoredBlock | undefined> {
@@ -611,7 +633,7 @@ export class Chain {
     }
     this.#sideBlocks.clear();
     this.#headState = undefined;
-    this.#head = target;
+    this.#setHead(target);
     this.#log.info("Rewound the chain", { head: number, removedBlocks: removed.length });
     return target;
   }
@@ -830,8 +852,8 @@ export class Chain {
       for (const n of canonical.removed) this.#canonical.delete(n);
       for (const added of canonical.added)
         remember(this.#canonical, added.block.header.number, added.hash, CANONICAL_CACHE);
-      this.#head = stored;
       this.#headState = { store: run.store, state: run.state, root: bytesToHex(run.stateRoot) };
+      this.#setHead(stored);
       const window = this.#stateWindow;
       if (window !== undefined && header.number % BigInt(window) === 0n) {
         // After this block, before the next: no block is written while nodes are swept.

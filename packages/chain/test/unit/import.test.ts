@@ -165,6 +165,26 @@ describe("Chain.buildTemplate", () => {
   });
 });
 
+describe("Chain.onNewHead", () => {
+  it("tells listeners of each new head: built, imported, reorganized, rewound; not of side blocks", async () => {
+    const a = await newChain();
+    const c = await newChain();
+    const branchA = await mineBlocks(a, 1, bob!.address, 1n, 1_000n);
+    const branchC = await mineBlocks(c, 2, carol!.address, 1n, 2_000n);
+    const node = await newChain();
+    const heads: bigint[] = [];
+    const stop = node.onNewHead((head) => heads.push(head.block.header.number));
+    await node.importBlock(branchA[0]!);
+    await node.importBlock(branchC[0]!); // a side block: no new head
+    await node.importBlock(branchC[1]!); // reorganization
+    await node.mine([], { coinbase: MINER, timestamp: 3_000n });
+    await node.rewindTo(1n);
+    stop();
+    await node.mine([], { coinbase: MINER, timestamp: 3_001n });
+    expect(heads).toEqual([1n, 2n, 3n, 1n]);
+  });
+});
+
 describe("Chain.rewindTo", () => {
   it("makes an earlier block the head and deletes the blocks above, indexes and all", async () => {
     const chain = await newChain();
