@@ -296,7 +296,7 @@ export class TxPool {
     } finally {
       this.#loadingJournal = false;
     }
-    if (reasons.length > 0 || loaded > 0) await this.#journalChanged();
+    if (reasons.length > 0 || this.#localCount > 0) await this.#journalChanged();
     return { loaded, dropped: reasons.length, reasons };
   }
 
@@ -395,14 +395,20 @@ export class TxPool {
     }
 
     let account = this.#accounts.get(sender);
+    let localsDropped = false;
     if (account !== undefined && account.base !== stateNonce) {
       // The pool missed a head for this sender: bring it to the state just read.
       for (const entry of [...account.txs.values()]) {
-        if (entry.tx.nonce < stateNonce) this.#delete(entry);
+        if (entry.tx.nonce < stateNonce) {
+          localsDropped ||= entry.local;
+          this.#delete(entry);
+        }
       }
       account.base = stateNonce;
       if (this.#accounts.get(sender) === account) this.#reorganize(account, balance);
       else account = undefined;
+      // Written whether or not this transaction is then accepted.
+      if (localsDropped) void this.#journalChanged();
     }
 
     const existing = account?.txs.get(tx.nonce);
@@ -695,6 +701,7 @@ export class TxPool {
         .map((e) => e.tx.raw);
       try {
         await writeJournal(path, locals);
+        this.#journalError = undefined;
       } catch (err) {
         this.#journalError = err;
       }

@@ -62,6 +62,17 @@ describe("journal", () => {
     expect(lines(await readFile(path, "utf8"))).toEqual([]);
   });
 
+  it("follows locals dropped when an add finds the sender's nonce moved on", async () => {
+    const state = richState(1);
+    const pool = new TxPool({ chainId: CHAIN_ID, journalPath: path });
+    await pool.add(transfer(0, 0), head(state), { local: true });
+    await pool.add(transfer(0, 1), head(state), { local: true });
+    state.set(sender(0), { nonce: 1n }); // 0 mined; the pool has not seen the head yet
+    await pool.add(transfer(0, 2), head(state));
+    await pool.flushJournal();
+    expect(lines(await readFile(path, "utf8"))).toEqual([bytesToHex(transfer(0, 1).raw)]);
+  });
+
   it("drops and reports what is no longer valid against the head, and rewrites the journal", async () => {
     const state = richState(1);
     const pool = new TxPool({ chainId: CHAIN_ID, journalPath: path });
