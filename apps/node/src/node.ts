@@ -38,6 +38,18 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       if (config.network.devAccounts) printDevAccounts();
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
       const services = createServices(config, chain, executor, logger, wallet);
+      const ledger = services.ledger;
+      if (ledger !== undefined) {
+        const journal = await ledger.pool.loadJournal(await ledger.poolHead());
+        if (journal.loaded + journal.dropped > 0) {
+          logger.info("Loaded the node's own pending transactions", {
+            loaded: journal.loaded,
+            dropped: journal.dropped,
+          });
+          for (const reason of journal.reasons)
+            logger.warn("Dropped a journaled transaction", { reason });
+        }
+      }
       rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
       await rpc.start();
       if (services.ledger !== undefined && config.mineInterval > 0) {

@@ -1,6 +1,8 @@
+import { join } from "node:path";
 import { type Chain, MinerServer } from "@nodex/chain";
 import type { Executor } from "@nodex/evm";
 import { Ledger, type RPCServices, type WalletService } from "@nodex/rpc";
+import { TxPool } from "@nodex/txpool";
 import {
   type Address,
   deriveDevAccounts,
@@ -49,6 +51,11 @@ export function createServices(
     automine: network.devAccounts,
     mineInterval: config.mineInterval,
     coinbase: getCoinbase,
+    // The operator's own transactions survive a restart: the pool journals them here.
+    pool: new TxPool({
+      chainId: network.chainId,
+      journalPath: join(config.datadir, "txpool.journal"),
+    }),
   });
   const miner = new MinerServer(chain, {
     coinbase: getCoinbase,

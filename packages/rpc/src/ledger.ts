@@ -14,6 +14,7 @@ import {
   intrinsicGas,
 } from "@nodex/evm";
 import type { WorldState } from "@nodex/state";
+import { type AddResult, type PoolHead, TxPool, TxPoolError } from "@nodex/txpool";
 import {
   type Address,
   type BlockHeader,
@@ -59,6 +60,8 @@ export interface LedgerOptions {
   readonly mineInterval?: number;
   /** Beneficiary of mined blocks. */
   readonly coinbase: () => Address;
+  /** The transaction pool; one without a journal when absent. */
+  readonly pool?: TxPool;
 }
 
 /** The `pending` block: not sealed, not stored; its state lives in memory. */
@@ -96,11 +99,8 @@ export class Ledger {
   readonly automine: boolean;
   readonly mineInterval: number;
   readonly #coinbase: () => Address;
-  /**
-   * With interval mining, the transactions received since the last block, in arrival order.
-   * (A first form of the transaction pool: no replacement, no limits.)
-   */
-  readonly #pending = new Map<string, SignedTransaction>();
+  /** Transactions waiting for a block. */
+  readonly pool: TxPool;
   /** Whether a block is mined for each transaction received (off: they wait, see `minePending`). */
   #autoMining: boolean;
   /** Whether blocks are made at all (`evm_stopMining` stops both automine and the interval). */
@@ -113,6 +113,8 @@ export class Ledger {
     { head: bigint; waiting: SignedTransaction[]; timeOffset: bigint }
   >();
   #nextSnapshot = 1n;
+  /** The pool's update after the last new head (new transactions wait for it). */
+  #poolUpdate: Promise<void> = Promise.resolve();
   /** Changes whenever the waiting transactions change (the pending block is rebuilt). */
   #pendingVersion = 0;
   #pendingBlock: { key: string; block: Promise<PendingBlock> } | undefined;
@@ -125,6 +127,17 @@ export class Ledger {
     this.automine = opts.automine;
     this.mineInterval = opts.mineInterval ?? 0;
     this.#autoMining = this.mineInterval === 0;
+    this.pool = opts.pool ?? new TxPool({ chainId: chain.network.chainId });
+    // Whatever moves the head (a block built here, a miner's, a reorganization, a rewind), the
+    // pool drops what the new state makes stale and promotes what became executable.
+    chain.onNewHead(() => {
+      this.#poolUpdate = this.#poolUpdate
+        .then(async () => {
+          await this.pool.onNewHead(await this.poolHead());
+          this.#pendingVersion++;
+        })
+        .catch(() => {});
+    });
     this.#coinbase = opts.coinbase;
   }
 
@@ -181,7 +194,7 @@ export class Ledger {
    */
   async state(selector: BlockSelector): Promise<WorldState> {
     // With nothing waiting, the pending state is the head's: no block to build.
-    if (isPendingTag(selector) && this.#pending.size === 0)
+    if (isPendingTag(selector) && this.pool.status().pending === 0)
       return this.#stateAt(this.chain.head.block.header);
     const block = await this.require(selector);
     return isPending(block) ? block.state : this.#stateAt(block.block.header);
@@ -231,8 +244,23 @@ export class Ledger {
     return state;
   }
 
-  /** Decodes, checks and (on development networks) mines a signed transaction; returns its hash. */
-  async sendRawTransaction(raw: Uint8Array): Promise<Uint8Array> {
+  /** What the pool validates against: the head, its limits and its state. */
+  async poolHead(): Promise<PoolHead> {
+    const head = this.chain.head.block.header;
+    return {
+      number: head.number,
+      gasLimit: head.gasLimit,
+      minimumGasPrice: head.minimumGasPrice,
+      state: await this.#stateAt(head),
+    };
+  }
+
+  /**
+   * Decodes a signed transaction, checks it and puts it in the pool; with automine, mines the
+   * pool's executable transactions at once (a block as Hardhat makes one per transaction).
+   * `local`: sent by this node's operator (kept across restarts). Returns the hash.
+   */
+  async sendRawTransaction(raw: Uint8Array, opts: { local?: boolean } = {}): Promise<Uint8Array> {
     const tx = decodeTransaction(raw);
     const chainId = this.chain.network.chainId;
     if (tx.chainId !== undefined && tx.chainId !== chainId) {
@@ -241,58 +269,27 @@ export class Ledger {
         `invalid chain id: transaction signed for chain ${tx.chainId}, this network is ${chainId}`,
       );
     }
-    if (
-      this.#pending.has(bytesToHex(tx.hash)) ||
-      (await this.chain.getTransactionLocation(tx.hash)) !== undefined
-    ) {
+    if ((await this.chain.getTransactionLocation(tx.hash)) !== undefined) {
       throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, "already known");
     }
-    if (!this.#autoMining) {
-      await this.#admit(tx);
-      return tx.hash;
+    await this.#poolUpdate;
+    let added: AddResult;
+    try {
+      added = await this.pool.add(tx, await this.poolHead(), { local: opts.local ?? false });
+    } catch (err) {
+      if (err instanceof TxPoolError)
+        throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, err.message);
+      throw err;
     }
-    const mined = await this.chain.mine([tx], this.#mineOptions());
-    const rejected = mined.rejected[0];
+    this.#pendingVersion++;
+    if (!this.#autoMining || added.status !== "pending") return tx.hash;
+    const mined = await this.#minePending();
+    const rejected = mined.rejected.find((r) => sameBytes(r.tx.hash, tx.hash));
     if (rejected !== undefined) {
+      this.pool.remove([tx.hash]);
       throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, rejected.error.message);
     }
     return tx.hash;
-  }
-
-  /**
-   * Checks `tx` against the head's state and the transactions already waiting, and keeps it for
-   * the next block. Throws -32010 with the reason, in the words of geth, when it can never run.
-   */
-  async #admit(tx: SignedTransaction): Promise<void> {
-    const head = this.chain.head.block.header;
-    const reject = (why: string) => new RPCError(RPCErrorCode.TRANSACTION_REJECTED, why);
-    if (tx.gasPrice < head.minimumGasPrice) {
-      throw reject(
-        `transaction's gas price lower than block's minimum: have ${tx.gasPrice}, want ${head.minimumGasPrice}`,
-      );
-    }
-    if (tx.gasLimit > head.gasLimit) throw reject("exceeds block gas limit");
-    const intrinsic = intrinsicGas(tx);
-    if (tx.gasLimit < intrinsic)
-      throw reject(`intrinsic gas too low: have ${tx.gasLimit}, want ${intrinsic}`);
-    const state = await this.state(LATEST);
-    const from = bytesToHex(tx.from);
-    const nonce = await state.getNonce(tx.from);
-    if (tx.nonce < nonce)
-      throw reject(`nonce too low: address ${from}, tx: ${tx.nonce} state: ${nonce}`);
-    for (const waiting of this.#pending.values()) {
-      if (waiting.nonce === tx.nonce && sameBytes(waiting.from, tx.from))
-        throw reject(`a transaction from ${from} with nonce ${tx.nonce} is already waiting`);
-    }
-    const balance = await state.getBalance(tx.from);
-    const cost = tx.gasLimit * tx.gasPrice + tx.value;
-    if (balance < cost) {
-      throw reject(
-        `insufficient funds for gas * price + value: address ${from} have ${balance} want ${cost}`,
-      );
-    }
-    this.#pending.set(bytesToHex(tx.hash), tx);
-    this.#pendingVersion++;
   }
 
   /**
@@ -306,14 +303,12 @@ export class Ledger {
   }
 
   async #minePending(timestamp?: bigint): Promise<MinedBlock> {
-    const mined = await this.chain.mine(this.pendingTransactions(), this.#mineOptions(timestamp));
+    await this.#poolUpdate;
+    const mined = await this.chain.mine(this.pool.pending(), this.#mineOptions(timestamp));
+    // What the block took leaves the pool; the new head's update drops what became stale.
+    this.pool.remove(mined.block.transactions.map((tx) => tx.hash));
     this.#pendingVersion++;
-    for (const tx of mined.block.transactions) this.#pending.delete(bytesToHex(tx.hash));
-    for (const { tx, error } of mined.rejected) {
-      if (error.code === ExecutionErrorCode.NONCE_TOO_HIGH) continue;
-      if (error.code === ExecutionErrorCode.BLOCK_GAS_LIMIT) continue;
-      this.#pending.delete(bytesToHex(tx.hash));
-    }
+    await this.#poolUpdate;
     return mined;
   }
 
@@ -333,7 +328,7 @@ export class Ledger {
     const id = this.#nextSnapshot++;
     this.#snapshots.set(id, {
       head: this.chain.head.block.header.number,
-      waiting: this.pendingTransactions(),
+      waiting: this.#waiting(),
       timeOffset: this.#timeOffset,
     });
     return id;
@@ -349,8 +344,10 @@ export class Ledger {
     if (snapshot === undefined) return false;
     for (const key of [...this.#snapshots.keys()]) if (key >= id) this.#snapshots.delete(key);
     await this.chain.rewindTo(snapshot.head);
-    this.#pending.clear();
-    for (const tx of snapshot.waiting) this.#pending.set(bytesToHex(tx.hash), tx);
+    await this.#poolUpdate;
+    this.pool.clear();
+    const head = await this.poolHead();
+    for (const tx of snapshot.waiting) await this.pool.add(tx, head).catch(() => undefined);
     this.#pendingVersion++;
     this.#timeOffset = snapshot.timeOffset;
     return true;
@@ -360,7 +357,8 @@ export class Ledger {
   async reset(): Promise<void> {
     this.#snapshots.clear();
     await this.chain.rewindTo(0n);
-    this.#pending.clear();
+    await this.#poolUpdate;
+    this.pool.clear();
     this.#pendingVersion++;
     this.#timeOffset = 0n;
   }
@@ -397,43 +395,34 @@ export class Ledger {
   async setMining(on: boolean): Promise<void> {
     this.#miningStopped = !on;
     this.#autoMining = on && this.mineInterval === 0;
-    if (this.#autoMining && this.#pending.size > 0) await this.#minePending();
+    if (this.#autoMining && this.pool.status().pending > 0) await this.#minePending();
   }
 
   get miningStopped(): boolean {
     return this.#miningStopped;
   }
 
-  /** The transactions waiting for the next block, each sender's in nonce order. */
+  /** The pool's executable transactions, in the order the next block takes them. */
   pendingTransactions(): SignedTransaction[] {
-    const bySender = new Map<string, SignedTransaction[]>();
-    for (const tx of this.#pending.values()) {
-      const key = bytesToHex(tx.from);
-      const list = bySender.get(key);
-      if (list === undefined) bySender.set(key, [tx]);
-      else list.push(tx);
-    }
-    return [...bySender.values()].flatMap((txs) =>
-      txs.sort((a, b) => (a.nonce < b.nonce ? -1 : a.nonce > b.nonce ? 1 : 0)),
-    );
+    return this.pool.pending();
   }
 
-  /** A transaction waiting for the next block (interval mining). */
+  /** Every transaction in the pool, pending and queued, each sender's in nonce order. */
+  #waiting(): SignedTransaction[] {
+    const { pending, queued } = this.pool.content();
+    return [...pending.values(), ...queued.values()].flat();
+  }
+
+  /** A transaction waiting in the pool (pending or queued). */
   pendingTransaction(hash: Uint8Array): SignedTransaction | undefined {
-    return this.#pending.get(bytesToHex(hash));
+    return this.pool.get(hash)?.tx;
   }
 
   /** The account's nonce after the selected block; for `pending`, after its waiting transactions. */
   async nonce(address: Address, selector: BlockSelector): Promise<bigint> {
-    if (!isPendingTag(selector) || this.#pending.size === 0)
-      return (await this.state(selector)).getNonce(address);
-    // The head's nonce, then each waiting transaction of the sender in turn (a transaction the
-    // pending block could not run still takes its nonce, as geth counts).
-    let nonce = await (await this.#stateAt(this.chain.head.block.header)).getNonce(address);
-    const waiting = new Set<bigint>();
-    for (const tx of this.#pending.values()) if (sameBytes(tx.from, address)) waiting.add(tx.nonce);
-    while (waiting.has(nonce)) nonce++;
-    return nonce;
+    if (!isPendingTag(selector)) return (await this.state(selector)).getNonce(address);
+    const head = await (await this.#stateAt(this.chain.head.block.header)).getNonce(address);
+    return this.pool.pendingNonce(address, head);
   }
 
   async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {

@@ -11,6 +11,7 @@ import { miningModules } from "./modules/mining.js";
 import { nodexChainModule } from "./modules/nodexChain.js";
 import { personalModule } from "./modules/personal.js";
 import { rpcModule } from "./modules/rpc.js";
+import { txpoolModules } from "./modules/txpool.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
 import type { RPCServices } from "./services.js";
@@ -50,6 +51,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       : [
           ethChainModule(ledger),
           nodexChainModule(ledger),
+          ...txpoolModules(ledger),
           ...(ledger.automine ? [evmModule(ledger)] : []),
         ];
   const miner = deps.services.miner;

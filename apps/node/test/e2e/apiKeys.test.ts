@@ -58,7 +58,7 @@ describe("hosted mode", () => {
     expect(res.json).toEqual({
       jsonrpc: "2.0",
       id: 7,
-      result: { web3: "1.0", net: "1.0", eth: "1.0", nodex: "1.0", rpc: "1.0" },
+      result: { web3: "1.0", net: "1.0", eth: "1.0", nodex: "1.0", txpool: "1.0", rpc: "1.0" },
     });
   });
 

@@ -62,7 +62,7 @@ export async function sendFromWallet(
     data: req.data ?? new Uint8Array(),
   };
   const signed = await deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
-  return deps.ledger.sendRawTransaction(signed.raw);
+  return deps.ledger.sendRawTransaction(signed.raw, { local: true });
 }
 
 /** The hosted endpoint holds no keys: every account is unknown there. */

@@ -87,7 +87,8 @@ describe("interval mining (--mine-interval)", () => {
     const res = await call(node.url, "eth_sendRawTransaction", [raw]);
     expect(res.error).toEqual({
       code: -32010,
-      message: "intrinsic gas too low: have 20000, want 21000",
+      message:
+        "transaction's basic cost is above the gas limit (intrinsic gas too low): gas limit 20000, intrinsic gas 21000",
     });
     const used = await wallet.signTransaction({
       to: TO,
@@ -100,7 +101,7 @@ describe("interval mining (--mine-interval)", () => {
     });
     const reused = await call(node.url, "eth_sendRawTransaction", [used]);
     expect(reused.error?.code).toBe(-32010);
-    expect(reused.error?.message).toMatch(/^nonce too low: /);
+    expect(reused.error?.message).toMatch(/^transaction nonce too low: /);
   });
 });
 

@@ -127,6 +127,7 @@ describe("modules", () => {
       net: "1.0",
       eth: "1.0",
       nodex: "1.0",
+      txpool: "1.0",
       rpc: "1.0",
     });
   });
