@@ -60,6 +60,7 @@ export function createServices(
   const miner = new MinerServer(chain, {
     coinbase: getCoinbase,
     transactions: () => ledger.pendingTransactions(),
+    transactionsVersion: () => ledger.pendingVersion,
     logger: logger.child({ module: "miner" }),
   });
   return {

@@ -41,6 +41,8 @@ export interface MinerServerOptions {
   readonly coinbase: () => Address;
   /** Transactions waiting for a block, in the order to try them. */
   readonly transactions: () => readonly SignedTransaction[];
+  /** Changes whenever those transactions change: the work is rebuilt with them. */
+  readonly transactionsVersion?: () => number;
   readonly logger: Logger;
   /** Milliseconds; `Date.now` by default. */
   readonly now?: () => number;
@@ -65,10 +67,12 @@ export interface SubmittedBlock {
 interface Template extends BlockTemplate {
   readonly target: Uint8Array;
   readonly builtAt: number;
+  readonly transactionsVersion: number | undefined;
 }
 
 /**
- * Work for merged miners: block templates built on the head, found again by the
+ * Work for merged miners: block templates built on the head (again when the head or the waiting
+ * transactions change, and at least every minute), found again by the
  * hashForMergedMining a miner's Bitcoin coinbase commits to, sealed with the miner's proof and
  * imported through the chain's full validation. Also a solo-mining protocol over `eth_getWork`
  * and `eth_submitWork` (docs/mining.md): the node keeps a synthetic Bitcoin block per template,
@@ -115,6 +119,7 @@ export class MinerServer {
     if (
       current !== undefined &&
       sameBytes(current.parentHash, head.hash) &&
+      current.transactionsVersion === this.#opts.transactionsVersion?.() &&
       this.#now() - current.builtAt < TEMPLATE_REFRESH_MS
     ) {
       return current;
@@ -126,6 +131,7 @@ export class MinerServer {
   }
 
   async #build(): Promise<Template> {
+    const transactionsVersion = this.#opts.transactionsVersion?.();
     const built = await this.#chain.buildTemplate(this.#opts.transactions(), {
       coinbase: this.#opts.coinbase(),
     });
@@ -133,6 +139,7 @@ export class MinerServer {
       ...built,
       target: targetToBytes(difficultyToTarget(built.block.header.difficulty)),
       builtAt: this.#now(),
+      transactionsVersion,
     };
     this.#templates.set(bytesToHex(template.hashForMergedMining), template);
     while (this.#templates.size > TEMPLATES_KEPT)

@@ -126,7 +126,7 @@ export class Ledger {
     this.executor = executor;
     this.automine = opts.automine;
     this.mineInterval = opts.mineInterval ?? 0;
-    this.#autoMining = this.mineInterval === 0;
+    this.#autoMining = this.automine && this.mineInterval === 0;
     this.pool = opts.pool ?? new TxPool({ chainId: chain.network.chainId });
     // Whatever moves the head (a block built here, a miner's, a reorganization, a rewind), the
     // pool drops what the new state makes stale and promotes what became executable.
@@ -394,12 +394,17 @@ export class Ledger {
    */
   async setMining(on: boolean): Promise<void> {
     this.#miningStopped = !on;
-    this.#autoMining = on && this.mineInterval === 0;
+    this.#autoMining = on && this.automine && this.mineInterval === 0;
     if (this.#autoMining && this.pool.status().pending > 0) await this.#minePending();
   }
 
   get miningStopped(): boolean {
     return this.#miningStopped;
+  }
+
+  /** Changes whenever the pool's transactions change. */
+  get pendingVersion(): number {
+    return this.#pendingVersion;
   }
 
   /** The pool's executable transactions, in the order the next block takes them. */

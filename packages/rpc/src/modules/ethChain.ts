@@ -234,14 +234,12 @@ export function ethChainModule(ledger: Ledger) {
       result: r.quantity,
       handler: (_s, [req, block]) => ledger.estimateGas(req, block),
     }),
-    ...(ledger.automine
-      ? {
-          sendRawTransaction: method({
-            params: [p.data],
-            result: r.data,
-            handler: (_s, [raw]) => ledger.sendRawTransaction(raw),
-          }),
-        }
-      : {}),
+    // Every network: into the pool; development networks mine it (automine), elsewhere the
+    // blocks built for merged miners take it.
+    sendRawTransaction: method({
+      params: [p.data],
+      result: r.data,
+      handler: (_s, [raw]) => ledger.sendRawTransaction(raw),
+    }),
   });
 }

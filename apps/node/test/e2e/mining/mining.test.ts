@@ -159,6 +159,37 @@ describe("mnr_ methods", () => {
   });
 });
 
+describe("transactions in the work", () => {
+  it("a block mined from the work carries the pool's transactions and their fees", async () => {
+    const { Wallet } = await import("ethers");
+    const wallet = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+    const raw = await wallet.signTransaction({
+      to: `0x${"ab".repeat(20)}`,
+      value: 1n,
+      gasLimit: 21_000n,
+      gasPrice: 3n,
+      nonce: 0,
+      chainId: 33,
+      type: 0,
+    });
+    const hash = (await result("eth_sendRawTransaction", [raw])) as string;
+    // The interval is an hour: the transaction waits for a miner.
+    expect(await result("eth_getTransactionReceipt", [hash])).toBeNull();
+    const { work, proof } = await solve();
+    expect(work.feesPaidToMiner).toBe("63000");
+    await result("mnr_submitBitcoinBlock", [hex(proof.bitcoinBlock)]);
+    const receipt = (await result("eth_getTransactionReceipt", [hash])) as { status: string };
+    expect(receipt.status).toBe("0x1");
+    const block = (await result("eth_getBlockByNumber", ["latest", false])) as {
+      transactions: string[];
+      paidFees: string;
+    };
+    expect(block.transactions).toEqual([hash]);
+    expect(block.paidFees).toBe("0xf618");
+    expect(await result("txpool_status")).toEqual({ pending: 0, queued: 0 });
+  });
+});
+
 describe("stale work", () => {
   it("a solution for work older than the last 20 templates is refused and changes nothing", async () => {
     const { proof: stale } = await solve();
