@@ -49,6 +49,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           for (const reason of journal.reasons)
             logger.warn("Dropped a journaled transaction", { reason });
         }
+        // With automine, what came back from the journal is mined now, as if just received.
+        await ledger.setMining(true);
       }
       rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
       await rpc.start();

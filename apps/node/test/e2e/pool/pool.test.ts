@@ -179,6 +179,16 @@ describe("the operator's transactions across a restart", () => {
       } finally {
         await second.stop();
       }
+      // Started with automine, the node mines them at once.
+      second = await startNode({ datadir });
+      try {
+        const receipt = (await call(second.url, "eth_getTransactionReceipt", [hash])).result as {
+          status: string;
+        };
+        expect(receipt.status).toBe("0x1");
+      } finally {
+        await second.stop();
+      }
     } finally {
       rmSync(datadir, { recursive: true, force: true });
     }
