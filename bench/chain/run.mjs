@@ -2,7 +2,9 @@
 // Chain bench: a chain workload against Nodex (regtest), Hardhat's node, Ganache and Anvil, one
 // node at a time, in one run: signed ETH transfers and ERC-20 transfers sent one by one with
 // automine (tx/s), then eth_call, eth_getBalance, eth_getBlockByNumber (full transactions) and
-// eth_getLogs under autocannon (req/s, p99). Prints each figure and the ratio Nodex ÷ peer.
+// eth_getLogs under autocannon (req/s, p99); then, with automine off, pre-signed transfers from
+// several senders sent concurrently into the pool (admitted tx/s) and mined with evm_mine (ms per
+// block, transactions per block). Prints each figure and the ratio Nodex ÷ peer.
 //
 //   node bench/chain/run.mjs                           (from the repo root)
 //   node bench/chain/run.mjs --count 500 --duration 5 --only nodex,anvil
@@ -14,7 +16,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { firstLines, fmtInt, fmtMs, indent, log, readTail, sleep, table } from "../lib/format.mjs";
-import { freePort, RPCClient } from "../lib/http.mjs";
+import { freePort, RPCClient, RPCError } from "../lib/http.mjs";
 import { cpuWindow, Latencies, loadAutocannon, measure } from "../lib/load.mjs";
 import { installCleanup, stopChild } from "../lib/proc.mjs";
 import {
@@ -40,9 +42,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const WORKLOAD_IDS = ["eth", "erc20", "call", "balance", "block", "logs"];
+const WORKLOAD_IDS = ["eth", "erc20", "call", "balance", "block", "logs", "pool"];
 
-const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--connections N] [--warmup S] [--only a,b] [--workloads a,b] [--wait-receipts] [--nodex-cpu-prof] [--build] [--list]
+const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--connections N] [--warmup S] [--only a,b] [--workloads a,b] [--pool-count N] [--pool-connections N] [--wait-receipts] [--nodex-cpu-prof] [--build] [--list]
 
   --count N         transactions per transfer workload (ETH, ERC-20), sent one by one (default 2000)
   --duration S      seconds measured per node and read workload (default 10)
@@ -50,6 +52,8 @@ const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--con
   --warmup S        seconds of unmeasured load before each read measurement (default 2)
   --only a,b        run only these nodes (ids from --list); nodex is the ratio reference
   --workloads a,b   run only these workloads (${WORKLOAD_IDS.join(", ")})
+  --pool-count N    transfers sent into the pool with automine off (default 1000)
+  --pool-connections N  concurrent connections sending them (default 16)
   --wait-receipts   in the transfer workloads, also wait for each receipt before the next send
   --nodex-cpu-prof  run Nodex under node --cpu-prof; print its top functions, keep the profile
   --build           run \`npm run build\` first even if apps/node/dist/main.js exists
@@ -66,6 +70,8 @@ try {
       warmup: { type: "string", default: "2" },
       only: { type: "string" },
       workloads: { type: "string" },
+      "pool-count": { type: "string", default: "1000" },
+      "pool-connections": { type: "string", default: "16" },
       "wait-receipts": { type: "boolean", default: false },
       "nodex-cpu-prof": { type: "boolean", default: false },
       build: { type: "boolean", default: false },
@@ -87,6 +93,8 @@ const opts = {
   duration: positiveNumber("--duration", args.duration),
   connections: positiveInteger("--connections", args.connections),
   warmup: nonNegativeNumber("--warmup", args.warmup),
+  poolCount: positiveInteger("--pool-count", args["pool-count"]),
+  poolConnections: positiveInteger("--pool-connections", args["pool-connections"]),
   waitReceipts: args["wait-receipts"],
   nodexCPUProfile: args["nodex-cpu-prof"],
 };
@@ -374,7 +382,8 @@ async function prepareChain(rpc, run) {
   const need =
     gasPrice *
       (GAS_DEPLOY + GAS_TOKEN_TRANSFER + BigInt(opts.count) * (GAS_TRANSFER + GAS_TOKEN_TRANSFER)) +
-    BigInt(opts.count) * ETH_VALUE;
+    BigInt(opts.count) * ETH_VALUE +
+    (workloadIds.includes("pool") ? BigInt(poolSenderCount()) * 2n * 10n ** 18n : 0n);
   run.chain = {
     chainId: hex(chainId),
     gasPrice: hex(gasPrice),
@@ -594,6 +603,288 @@ async function runRead(rpc, handle, port, ctx, r) {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// The pool workload: automine off, concurrent admissions, then evm_mine until the pool is empty
+
+/** Transactions per pool sender: under Nodex's 64 pending per sender (`accountSlots`) and its nonce window (`accountQueue`, 64). */
+const POOL_PER_SENDER = 50;
+const POOL_TO = "0x00000000000000000000000000000000000be0c3";
+const POOL_VALUE = 1n;
+
+/** How each node turns automine off and on again (checked: the head must not move while sending). */
+const AUTOMINE = {
+  nodex: { off: ["evm_stopMining", []], on: ["evm_startMining", []] },
+  hardhat: { off: ["evm_setAutomine", [false]], on: ["evm_setAutomine", [true]] },
+  anvil: { off: ["evm_setAutomine", [false]], on: ["evm_setAutomine", [true]] },
+  ganache: { off: ["miner_stop", []], on: ["miner_start", []] },
+};
+
+/**
+ * Senders: enough for at most POOL_PER_SENDER each, and at least one per connection (a sender's
+ * transfers go one after another, so fewer senders than connections would leave some idle).
+ */
+const poolSenderCount = () =>
+  Math.max(
+    Math.ceil(opts.poolCount / POOL_PER_SENDER),
+    Math.min(opts.poolConnections, opts.poolCount),
+  );
+
+/** Fresh senders (no balance anywhere until the set-up funds them): keys keccak256("nodex-bench-pool-<i>"). */
+function poolSenders() {
+  const out = [];
+  for (let i = 0; i < poolSenderCount(); i++) {
+    const key = new ethers.SigningKey(ethers.id(`nodex-bench-pool-${i}`));
+    out.push({ key, address: ethers.computeAddress(key.publicKey) });
+  }
+  return out;
+}
+
+function signWith(key, fields) {
+  const tx = ethers.Transaction.from({ type: 0, value: 0n, data: "0x", ...fields });
+  tx.signature = key.sign(tx.unsignedHash);
+  return { raw: tx.serialized, hash: tx.hash };
+}
+
+/**
+ * What the pool holds, the way this node tells it: txpool_status (Nodex, Anvil), else the
+ * entries of txpool_content (Ganache), else eth_pendingTransactions (Hardhat).
+ * {pending, queued, method}.
+ */
+async function poolHolds(rpc, ctx) {
+  const tries = ctx.poolMethod
+    ? [ctx.poolMethod]
+    : ["txpool_status", "txpool_content", "eth_pendingTransactions"];
+  for (const method of tries) {
+    let r;
+    try {
+      r = await rpc.call(method);
+    } catch (err) {
+      if (err instanceof RPCError) continue;
+      throw err;
+    }
+    ctx.poolMethod = method;
+    if (method === "txpool_status")
+      return { pending: Number(r.pending), queued: Number(r.queued), method };
+    if (method === "txpool_content") {
+      // {pending: {sender: {nonce: tx or [tx]}}, queued: …}
+      const count = (part) =>
+        Object.values(part ?? {}).reduce(
+          (n, byNonce) =>
+            n + Object.values(byNonce).reduce((m, t) => m + (Array.isArray(t) ? t.length : 1), 0),
+          0,
+        );
+      return { pending: count(r.pending), queued: count(r.queued), method };
+    }
+    if (!Array.isArray(r))
+      throw new Error(`${method} is not an array: ${JSON.stringify(r).slice(0, 200)}`);
+    return { pending: r.length, queued: null, method };
+  }
+  throw new Error(
+    "the node answers none of txpool_status, txpool_content, eth_pendingTransactions",
+  );
+}
+
+async function automine(rpc, server, on) {
+  const control = AUTOMINE[server.id];
+  if (!control)
+    throw new Error(`no known way to turn ${server.label}'s automine ${on ? "on" : "off"}`);
+  const [method, params] = on ? control.on : control.off;
+  await rpc.call(method, params);
+  return `${method}(${params.map(String).join(", ")})`;
+}
+
+/** Mines with evm_mine until `count` transactions of `hashes` are in blocks: [{ms, transactions, gasUsed, gasLimit, number}]. */
+async function mineUntil(rpc, count, maxBlocks) {
+  const blocks = [];
+  let mined = 0;
+  let empty = 0;
+  while (mined < count && blocks.length < maxBlocks && empty < 3) {
+    const s = process.hrtime.bigint();
+    await rpc.call("evm_mine");
+    const ms = Number(process.hrtime.bigint() - s) / 1e6;
+    const b = await rpc.call("eth_getBlockByNumber", ["latest", false]);
+    const transactions = b.transactions.length;
+    blocks.push({
+      number: Number(b.number),
+      ms,
+      transactions,
+      gasUsed: Number(b.gasUsed),
+      gasLimit: Number(b.gasLimit),
+    });
+    mined += transactions;
+    empty = transactions === 0 ? empty + 1 : 0;
+  }
+  return blocks;
+}
+
+/**
+ * Pool admission and block building. Set-up (not measured): automine off, fund the senders
+ * from account #0 and mine that, sign every transfer. Measured: the sends (admitted tx/s, each
+ * send's time), then the first evm_mine, then evm_mine until every transfer is mined.
+ */
+async function runPool(rpc, handle, port, ctx, server) {
+  const off = await automine(rpc, server, false);
+  const senders = poolSenders();
+  const fundPrice = BigInt(await rpc.call("eth_gasPrice"));
+  const gasPrice = fundPrice * 2n; // room for a base fee that rises after full blocks (Hardhat, Anvil)
+  const perSenderCost = BigInt(POOL_PER_SENDER) * (GAS_TRANSFER * gasPrice + POOL_VALUE);
+  const funding = perSenderCost * 2n > 10n ** 18n ? perSenderCost * 2n : 10n ** 18n;
+  let nonce0 = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
+  // In chunks of POOL_PER_SENDER, each mined before the next: account #0 is a sender too.
+  let fundBlocks = 0;
+  for (let c = 0; c < senders.length; c += POOL_PER_SENDER) {
+    const chunk = senders.slice(c, c + POOL_PER_SENDER);
+    const head = Number(await rpc.call("eth_blockNumber"));
+    for (const s of chunk) {
+      const f = sign({
+        chainId: ctx.chainId,
+        nonce: nonce0++,
+        gasPrice: fundPrice,
+        gasLimit: GAS_TRANSFER,
+        to: s.address,
+        value: funding,
+      });
+      await rpc.call("eth_sendRawTransaction", [f.raw]);
+    }
+    if (Number(await rpc.call("eth_blockNumber")) !== head)
+      throw new Error(
+        `not comparable: ${off} answered, yet the head moved while the senders were funded (automine still on)`,
+      );
+    fundBlocks += (await mineUntil(rpc, chunk.length, 10)).length;
+  }
+  ctx.nonce = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
+  if (ctx.nonce !== nonce0)
+    throw new Error(
+      `the funding transactions were not all mined: account #0 nonce ${ctx.nonce}, expected ${nonce0}`,
+    );
+
+  // Sign: sender i takes transfers i, i + S, i + 2S, … (round robin), each sender from its nonce.
+  const txs = [];
+  const nonces = [];
+  for (const s of senders)
+    nonces.push(Number(await rpc.call("eth_getTransactionCount", [s.address, "latest"])));
+  const perSender = senders.map(() => 0);
+  for (let i = 0; i < opts.poolCount; i++) {
+    const k = i % senders.length;
+    const tx = signWith(senders[k].key, {
+      chainId: ctx.chainId,
+      nonce: nonces[k] + perSender[k]++,
+      gasPrice,
+      gasLimit: GAS_TRANSFER,
+      to: POOL_TO,
+      value: POOL_VALUE,
+    });
+    txs.push({ ...tx, sender: k });
+  }
+  const before = BigInt(await rpc.call("eth_getBalance", [POOL_TO, "latest"]));
+  const head1 = Number(await rpc.call("eth_blockNumber"));
+
+  // Send: `--pool-connections` workers take the transfers in that order; a transfer waits for
+  // its sender's previous one to be answered, so each sender's arrive in nonce order.
+  const clients = Array.from(
+    { length: Math.min(opts.poolConnections, txs.length) },
+    () => new RPCClient(port),
+  );
+  const answered = txs.map(() => {
+    let resolve;
+    const p = new Promise((r) => {
+      resolve = r;
+    });
+    return { p, resolve };
+  });
+  const previous = new Map(); // sender -> index of its previous transfer
+  const prev = txs.map((tx, i) => {
+    const j = previous.get(tx.sender);
+    previous.set(tx.sender, i);
+    return j;
+  });
+  const latencies = new Latencies();
+  const rejected = [];
+  let next = 0;
+  const window = cpuWindow(handle.pid);
+  const t0 = process.hrtime.bigint();
+  try {
+    await Promise.all(
+      clients.map(async (client) => {
+        while (next < txs.length) {
+          const i = next++;
+          const tx = txs[i];
+          if (prev[i] !== undefined) await answered[prev[i]].p;
+          const s = process.hrtime.bigint();
+          try {
+            const hash = await client.call("eth_sendRawTransaction", [tx.raw]);
+            latencies.push(Number(process.hrtime.bigint() - s) / 1e6);
+            if (String(hash).toLowerCase() !== tx.hash)
+              rejected.push(`transfer ${i}: answered ${JSON.stringify(hash)}, expected ${tx.hash}`);
+          } catch (err) {
+            rejected.push(`transfer ${i} (sender ${tx.sender}): ${err.message}`);
+          } finally {
+            answered[i].resolve();
+          }
+        }
+      }),
+    );
+  } finally {
+    for (const c of clients) c.close();
+  }
+  const t1 = process.hrtime.bigint();
+  const cpu = window.end(txs.length);
+  if (rejected.length > 0)
+    throw new Error(`${rejected.length} of ${txs.length} transfers refused; first: ${rejected[0]}`);
+  const head2 = Number(await rpc.call("eth_blockNumber"));
+  if (head2 !== head1)
+    throw new Error(
+      `not comparable: the head moved from ${head1} to ${head2} while sending (automine still on after ${off})`,
+    );
+  const held = await poolHolds(rpc, ctx);
+  if (held.pending !== txs.length || (held.queued ?? 0) !== 0)
+    throw new Error(
+      `the pool holds ${held.pending} pending and ${held.queued} queued (${held.method}), expected ${txs.length} pending`,
+    );
+
+  // Build blocks: one evm_mine, then more until every transfer is mined.
+  const blocks = await mineUntil(rpc, txs.length, txs.length + 5);
+  const minedTx = blocks.reduce((n, b) => n + b.transactions, 0);
+  if (minedTx !== txs.length)
+    throw new Error(`${blocks.length} evm_mine calls mined ${minedTx} of ${txs.length} transfers`);
+  const heldAfter = await poolHolds(rpc, ctx);
+  if (heldAfter.pending !== 0 || (heldAfter.queued ?? 0) !== 0)
+    throw new Error(
+      `the pool still holds ${heldAfter.pending} pending, ${heldAfter.queued} queued after the transfers were mined`,
+    );
+  const after = BigInt(await rpc.call("eth_getBalance", [POOL_TO, "latest"]));
+  if (after - before !== BigInt(txs.length) * POOL_VALUE)
+    throw new Error(`the recipient's balance moved by ${after - before}, expected ${txs.length}`);
+  for (const [k, s] of senders.entries()) {
+    const n = Number(await rpc.call("eth_getTransactionCount", [s.address, "latest"]));
+    if (n !== nonces[k] + perSender[k])
+      throw new Error(`sender ${k} nonce ${n}, expected ${nonces[k] + perSender[k]}`);
+  }
+  const on = await automine(rpc, server, true);
+  const seconds = Number(t1 - t0) / 1e9;
+  return {
+    count: txs.length,
+    senders: senders.length,
+    perSender: Math.max(...perSender),
+    connections: clients.length,
+    gasPrice: hex(gasPrice),
+    automineOff: off,
+    automineOn: on,
+    fundBlocks,
+    seconds,
+    txPerSec: txs.length / seconds,
+    latencyMs: latencies.summary(),
+    held,
+    ...cpu,
+    mine: {
+      first: blocks[0],
+      blocks,
+      count: blocks.length,
+      totalMs: blocks.reduce((t, b) => t + b.ms, 0),
+    },
+  };
+}
+
 async function benchNode(server, run) {
   const port = await freePort();
   const logFile = join(tmp, `${server.id}.log`);
@@ -643,6 +934,22 @@ async function benchNode(server, run) {
       } catch (err) {
         run.results[r.id] = { error: { message: err.message } };
         log(`  ${r.id.padEnd(7)} failed: ${err.message}`);
+      }
+    }
+    if (workloadIds.includes("pool") && !handle.done) {
+      try {
+        const m = await runPool(rpc, handle, port, ctx, server);
+        run.results.pool = m;
+        log(
+          `  pool    ${fmtRate(m.txPerSec).padStart(8)} tx/s   ${fmtInt(m.count)} tx admitted in ${m.seconds.toFixed(2)} s over ${m.connections} connections (${m.senders} senders), send p50 ${fmtMs(m.latencyMs.p50)} ms p99 ${fmtMs(m.latencyMs.p99)} ms, pool held ${m.held.pending} (${m.held.method})` +
+            `  server CPU ${pct(m.serverCPU?.share)}  client CPU ${pct(m.clientCPU.share)}  other CPU ${pct(m.otherCPU?.share)}`,
+        );
+        log(
+          `  mine    first evm_mine ${fmtMs(m.mine.first.ms)} ms for ${fmtInt(m.mine.first.transactions)} tx (gas limit ${fmtInt(m.mine.first.gasLimit)}); pool empty after ${m.mine.count} blocks, ${fmtMs(m.mine.totalMs)} ms of evm_mine (${m.mine.blocks.map((b) => b.transactions).join(" + ")} tx)`,
+        );
+      } catch (err) {
+        run.results.pool = { error: err.message };
+        log(`  pool    failed: ${err.message}`);
       }
     }
     if (handle.done) {
@@ -897,6 +1204,78 @@ function printRead(r, runs) {
   );
 }
 
+/** The pool workload's tables: admission, then block building. */
+function printPool(runs) {
+  const nodex = runs.find((r) => r.server.kind === "nodex")?.results.pool;
+  const admitRows = [];
+  const mineRows = [];
+  const notes = [];
+  for (const run of runs) {
+    const m = run.results.pool;
+    const name = run.server.label;
+    if (!m || m.error) {
+      notes.push(`  ${name}: not measured: ${firstLines(m?.error ?? run.skipped ?? "not run", 1)}`);
+      continue;
+    }
+    admitRows.push([
+      name,
+      run.version ?? "",
+      fmtRate(m.txPerSec),
+      fmtMs(m.latencyMs.p50),
+      fmtMs(m.latencyMs.p99),
+      `${fmtInt(m.held.pending)} (${m.held.method})`,
+      pct(m.serverCPU?.share),
+      m.serverCPU?.usPerRequest ? fmtInt(m.serverCPU.usPerRequest) : "—",
+      ratio(nodex?.txPerSec, m.txPerSec),
+    ]);
+    const f = m.mine.first;
+    mineRows.push([
+      name,
+      m.automineOff,
+      fmtInt(f.gasLimit),
+      fmtMs(f.ms),
+      fmtInt(f.transactions),
+      fmtInt((f.ms * 1000) / f.transactions),
+      String(m.mine.count),
+      fmtMs(m.mine.totalMs),
+      ratio(nodex?.mine.totalMs, m.mine.totalMs),
+    ]);
+    notesFor(name, m, notes, "tx/s");
+  }
+  printTable(
+    `pool admission: ${fmtInt(opts.poolCount)} signed transfers, ${poolSenderCount()} senders (≤ ${Math.ceil(opts.poolCount / poolSenderCount())} each), over ${opts.poolConnections} connections, automine off`,
+    [
+      "node",
+      "version",
+      "tx/s",
+      "send p50 ms",
+      "send p99 ms",
+      "in pool",
+      "srv CPU",
+      "srv µs/tx",
+      "Nodex ÷ this",
+    ],
+    admitRows,
+    notes,
+  );
+  printTable(
+    "block building: evm_mine until the pool is empty (Nodex ÷ this: total ms, below 1× Nodex is faster)",
+    [
+      "node",
+      "automine off",
+      "gas limit",
+      "1st evm_mine ms",
+      "1st block tx",
+      "µs/tx",
+      "blocks",
+      "total ms",
+      "Nodex ÷ this",
+    ],
+    mineRows,
+    [],
+  );
+}
+
 function printTable(title, headers, rows, notes) {
   log("");
   log(`== ${title} ==`);
@@ -945,6 +1324,31 @@ function printSummary(runs) {
       latency: true,
     });
   }
+  if (workloadIds.includes("pool")) {
+    const pool = (run) => (run.results.pool?.error ? undefined : run.results.pool);
+    figures.push(
+      { label: "pool admission, tx/s", get: (run) => pool(run)?.txPerSec },
+      { label: "pool send p50, ms", get: (run) => pool(run)?.latencyMs.p50, latency: true },
+      { label: "pool send p99, ms", get: (run) => pool(run)?.latencyMs.p99, latency: true },
+      { label: "1st evm_mine, ms", get: (run) => pool(run)?.mine.first.ms, latency: true },
+      {
+        label: "1st block, transactions",
+        get: (run) => pool(run)?.mine.first.transactions,
+        count: true,
+      },
+      {
+        label: "1st evm_mine, µs per tx",
+        get: (run) => {
+          const f = pool(run)?.mine.first;
+          return f ? (f.ms * 1000) / f.transactions : undefined;
+        },
+        latency: true,
+        integer: true,
+      },
+      { label: "evm_mine until empty, blocks", get: (run) => pool(run)?.mine.count, count: true },
+      { label: "evm_mine until empty, ms", get: (run) => pool(run)?.mine.totalMs, latency: true },
+    );
+  }
   const headers = [
     "figure",
     ...runs.map((r) => r.server.label),
@@ -956,13 +1360,13 @@ function printSummary(runs) {
       if (f.stalled?.(run)) return "stalled";
       const v = f.get(run);
       if (v === undefined || v === null) return "—";
-      return f.latency ? fmtMs(v) : fmtRate(v);
+      return f.count || f.integer ? fmtInt(v) : f.latency ? fmtMs(v) : fmtRate(v);
     };
     const nv = nodexRun ? f.get(nodexRun) : undefined;
-    return [f.label, ...runs.map(cell), ...peers.map((p) => ratio(nv, f.get(p)))];
+    return [f.label, ...runs.map(cell), ...peers.map((p) => (f.count ? "—" : ratio(nv, f.get(p))))];
   });
   log("");
-  log("== Summary: Nodex ÷ peer above 1× means Nodex is faster (for p99: slower) ==");
+  log("== Summary: Nodex ÷ peer above 1× means Nodex is faster (for p99 and ms: slower) ==");
   log("");
   log(
     table(
@@ -1003,7 +1407,10 @@ async function main() {
   const cpu = cpus();
   log(
     `Chain bench: ${selected.length} nodes, ${fmtInt(opts.count)} transfers per write workload, ` +
-      `reads with ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s each`,
+      `reads with ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s each` +
+      (workloadIds.includes("pool")
+        ? `, pool: ${fmtInt(opts.poolCount)} transfers over ${opts.poolConnections} connections`
+        : ""),
   );
   log(
     `node ${process.version}, ${cpu.length} cores (${cpu[0]?.model ?? "?"}), autocannon ${packageJSON("autocannon").json.version} in-process, ` +
@@ -1026,6 +1433,7 @@ async function main() {
 
   for (const w of WRITES) if (workloadIds.includes(w.id)) printWrite(w, runs);
   for (const r of READS) if (workloadIds.includes(r.id)) printRead(r, runs);
+  if (workloadIds.includes("pool")) printPool(runs);
   printSummary(runs);
   if (profiled) {
     const nodexRun = runs.find((r) => r.server.kind === "nodex");
