@@ -52,6 +52,8 @@ const HEAD_KEY = new TextEncoder().encode("head");
 const BLOCK_CACHE = 256;
 /** Decoded receipt lists kept in memory (eth_getLogs reads them block by block). */
 const RECEIPTS_CACHE = 1024;
+/** Stands for the Bitcoin header of a block without a proof in fork-detection data. */
+const EMPTY_BITCOIN_HEADER = new Uint8Array(80);
 /** Headers kept in memory apart from their blocks. */
 const HEADER_CACHE = 2048;
 /** Canonical number → hash entries kept in memory. */
@@ -358,7 +360,10 @@ export class Chain {
     const cpvBitcoinHeaders: Uint8Array[] = [];
     for (const height of cpvHeights(header.number)) {
       const at = await this.#ancestorHeaderAt(header.parentHash, parent, height);
-      cpvBitcoinHeaders.push(at.bitcoinMergedMiningHeader);
+      // A block without a proof (one built with rules that check none) counts as a Bitcoin
+      // header of zeros, the same on every node.
+      const bitcoinHeader = at.bitcoinMergedMiningHeader;
+      cpvBitcoinHeaders.push(bitcoinHeader.length === 80 ? bitcoinHeader : EMPTY_BITCOIN_HEADER);
     }
     return withForkDetectionData(
       base,

@@ -165,6 +165,17 @@ describe("Chain.buildTemplate", () => {
   });
 });
 
+describe("blocks without proofs", () => {
+  it("go on past block 449, where fork-detection data begins", async () => {
+    const chain = await newChain();
+    for (let i = 0n; i < 452n; i++)
+      await chain.mine([], { coinbase: MINER, timestamp: 1_000n + i });
+    expect(chain.head.block.header.number).toBe(452n);
+    const hfmm = await chain.hashForMergedMining(chain.head.block.header);
+    expect(new DataView(hfmm.buffer, hfmm.byteOffset).getUint32(28)).toBe(452);
+  });
+});
+
 describe("Chain.onNewHead", () => {
   it("tells listeners of each new head: built, imported, reorganized, rewound; not of side blocks", async () => {
     const a = await newChain();
