@@ -133,8 +133,9 @@ export class Ledger {
     chain.onNewHead(() => {
       this.#poolUpdate = this.#poolUpdate
         .then(async () => {
-          await this.pool.onNewHead(await this.poolHead());
           this.#pendingVersion++;
+          const { pending, queued } = this.pool.status();
+          if (pending + queued > 0) await this.pool.onNewHead(await this.poolHead());
         })
         .catch(() => {});
     });

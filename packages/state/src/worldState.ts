@@ -1,3 +1,4 @@
+import { Common, Mainnet } from "@ethereumjs/common";
 import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
 import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
@@ -8,6 +9,13 @@ import type { NodeStore } from "./nodeStore.js";
 export const EMPTY_TRIE_ROOT = Uint8Array.from(
   Buffer.from("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421", "hex"),
 );
+
+/**
+ * The chain settings every state manager gets: without one, each makes its own (a tenth of a
+ * millisecond per state opened, and a state is opened for every new head). A state manager only
+ * reads it; execution has its own per network (`@nodex/evm`).
+ */
+const STATE_COMMON = new Common({ chain: Mainnet });
 
 /** Trie nodes each state keeps in memory once read. */
 const TRIE_NODE_CACHE = 10_000;
@@ -59,7 +67,9 @@ export class WorldState {
         throw new Error(`state root ${Buffer.from(root).toString("hex")} is not in the database`);
       trie.root(root);
     }
-    return new WorldState(new MerkleStateManager({ trie, caches: new Caches() }));
+    return new WorldState(
+      new MerkleStateManager({ trie, caches: new Caches(), common: STATE_COMMON }),
+    );
   }
 
   async getAccount(address: Address): Promise<AccountState | undefined> {
