@@ -12,6 +12,12 @@ async function mptRoot(values: readonly Uint8Array[]): Promise<Uint8Array> {
 }
 
 describe("orderedTrieRoot", () => {
+  it("refuses an empty value (it would mean no entry)", async () => {
+    await expect(orderedTrieRoot([Uint8Array.of(1), new Uint8Array()])).rejects.toThrow(
+      "value 1 of an ordered trie is empty",
+    );
+  });
+
   it("is the empty trie root for no values", async () => {
     expect(await orderedTrieRoot([])).toEqual(EMPTY_TRIE_ROOT);
   });
@@ -33,5 +39,19 @@ describe("orderedTrieRoot", () => {
       ),
       { numRuns: 200 },
     );
+  });
+
+  it("gives the trie's root for block-sized lists (keys of one, two and three bytes)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: 90 }), { minLength: 2, maxLength: 700 }),
+        async (values) => {
+          expect(await orderedTrieRoot(values)).toEqual(await mptRoot(values));
+        },
+      ),
+      { numRuns: 25 },
+    );
+    const many = Array.from({ length: 1200 }, (_, i) => Uint8Array.of(i & 0xff, i >> 8, 7));
+    expect(await orderedTrieRoot(many)).toEqual(await mptRoot(many));
   });
 });
