@@ -50,7 +50,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
             logger.warn("Dropped a journaled transaction", { reason });
         }
         // With automine, what came back from the journal is mined now, as if just received.
-        await ledger.setMining(true);
+        if (ledger.automine) await ledger.setMining(true);
       }
       rpc = createRPCServer(config.rpc, { services, logger: logger.child({ module: "rpc" }) });
       await rpc.start();

@@ -375,6 +375,7 @@ export class Ledger {
    * the clock of later blocks continues from it.
    */
   async mineBlock(timestamp?: bigint): Promise<MinedBlock> {
+    this.#requireBlockProduction("evm_mine");
     if (timestamp !== undefined) {
       const head = this.chain.head.block.header.timestamp;
       if (timestamp <= head) {
@@ -394,9 +395,19 @@ export class Ledger {
    * resumes, and automine mines what waits.
    */
   async setMining(on: boolean): Promise<void> {
+    this.#requireBlockProduction(on ? "evm_startMining" : "evm_stopMining");
     this.#miningStopped = !on;
     this.#autoMining = on && this.automine && this.mineInterval === 0;
     if (this.#autoMining && this.pool.status().pending > 0) await this.#minePending();
+  }
+
+  /** Development networks make their own blocks; elsewhere only merged miners do. */
+  #requireBlockProduction(method: string): void {
+    if (this.automine) return;
+    throw new RPCError(
+      RPCErrorCode.SERVER_ERROR,
+      `${method} works on regtest and devnet only: blocks of ${this.chain.network.name} are made by merged miners`,
+    );
   }
 
   get miningStopped(): boolean {

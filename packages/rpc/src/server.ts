@@ -52,7 +52,8 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
           ethChainModule(ledger),
           nodexChainModule(ledger),
           ...txpoolModules(ledger),
-          ...(ledger.automine ? [evmModule(ledger)] : []),
+          // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
+          evmModule(ledger),
         ];
   const miner = deps.services.miner;
   if (miner !== undefined) chainModules.push(...miningModules(miner));

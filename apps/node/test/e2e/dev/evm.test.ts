@@ -116,3 +116,32 @@ describe("time and mining", () => {
     expect(await provider.getTransactionCount(wallet.address)).toBe(0);
   });
 });
+
+describe("evm_ elsewhere", () => {
+  it("is off on testnet unless enabled, and then cannot mine: merged miners make the blocks", async () => {
+    const testnet = await startNode({ network: "--testnet" });
+    try {
+      expect((await call(testnet.url, "evm_snapshot", [])).error?.code).toBe(-32601);
+    } finally {
+      await testnet.stop();
+    }
+    const enabled = await startNode({
+      network: "--testnet",
+      args: ["--rpc-modules", "eth,net,web3,rpc,evm"],
+    });
+    try {
+      expect((await call(enabled.url, "evm_snapshot", [])).result).toBe("0x1");
+      expect((await call(enabled.url, "evm_increaseTime", [60])).result).toBe("0x3c");
+      const mine = await call(enabled.url, "evm_mine", []);
+      expect(mine.error).toEqual({
+        code: -32000,
+        message:
+          "evm_mine works on regtest and devnet only: blocks of testnet are made by merged miners",
+      });
+      expect((await call(enabled.url, "evm_stopMining", [])).error?.code).toBe(-32000);
+      expect((await call(enabled.url, "evm_revert", ["0x1"])).result).toBe(true);
+    } finally {
+      await enabled.stop();
+    }
+  });
+});
