@@ -830,7 +830,7 @@ export class Chain {
     const stored: StoredBlock = { block, hash, totalDifficulty };
     const becomesHead = totalDifficulty > this.#head.totalDifficulty;
     const ops: WriteOp[] = [
-      ...run.store.takeWrites(),
+      ...run.store.takeWrites([run.stateRoot]),
       ...blockData(block, hash, totalDifficulty, run.receipts),
     ];
     let canonical: SwitchPlan | undefined;
@@ -940,7 +940,7 @@ async function writeGenesis(network: NetworkPreset, db: Database): Promise<Store
   const hash = headerHash(header);
   const stored = { block, hash, totalDifficulty: header.difficulty };
   await db.write([
-    ...store.takeWrites(),
+    ...store.takeWrites([header.stateRoot]),
     ...blockData(block, hash, header.difficulty, []),
     ...canonicalWrites(stored),
     { type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash },

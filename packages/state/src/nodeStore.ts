@@ -1,8 +1,10 @@
+import { RLP } from "@ethereumjs/rlp";
 import type { BatchDBOp, DB } from "@ethereumjs/util";
-import { hexToBytes } from "@nodex/types";
+import { bytesToHex, hexToBytes } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
 import { NodeCache } from "./nodeCache.js";
+import { type Decoded, type TrieKind, visitNode } from "./pruner.js";
 
 /**
  * The trie's view of the database. Writes wait in memory until the caller takes them into the
@@ -48,16 +50,44 @@ export class NodeStore implements DB<string, string | Uint8Array> {
 
   /**
    * The nodes written since the last call, as database operations. They stay readable from
-   * memory until `confirmWrites()` says the batch holding them is on disk.
+   * memory until `confirmWrites()` says the batch holding them is on disk. With `roots` (the
+   * state roots the batch commits), nodes none of them reaches are left out: the trie writes a
+   * node for every intermediate version of a path within a block, and only the last one counts.
    */
-  takeWrites(): WriteOp[] {
+  takeWrites(roots?: readonly Uint8Array[]): WriteOp[] {
+    const keep = roots === undefined ? undefined : this.#reachable(roots);
     const ops: WriteOp[] = [];
     for (const [key, value] of this.#pending) {
+      const plain = plainHex(key);
+      if (keep !== undefined && plain.length === 64 && !keep.has(plain)) continue;
       ops.push({ type: "put", bucket: Bucket.TRIE, key: hexToBytes(key), value });
       this.#inFlight.set(key, value);
     }
     this.#pending = new Map();
     return ops;
+  }
+
+  /** The waiting nodes that `roots` reach through waiting nodes (storage tries included). */
+  #reachable(roots: readonly Uint8Array[]): Set<string> {
+    const waiting = new Map<string, Uint8Array>();
+    for (const [key, value] of this.#pending) waiting.set(plainHex(key), value);
+    const reached = new Set<string>();
+    const stack: { hash: string; kind: TrieKind }[] = roots.map((root) => ({
+      hash: plainHex(bytesToHex(root)),
+      kind: "account",
+    }));
+    while (stack.length > 0) {
+      const { hash, kind } = stack.pop()!;
+      if (reached.has(hash)) continue;
+      const bytes = waiting.get(hash);
+      // Not waiting: on disk already (or the empty trie), so everything below it is too.
+      if (bytes === undefined) continue;
+      reached.add(hash);
+      visitNode(RLP.decode(bytes) as Decoded, kind, (child, childKind) =>
+        stack.push({ hash: plainHex(bytesToHex(child)), kind: childKind }),
+      );
+    }
+    return reached;
   }
 
   /** The batch from the last `takeWrites()` is on disk; its nodes move to the shared cache. */
@@ -71,4 +101,9 @@ export class NodeStore implements DB<string, string | Uint8Array> {
   get pendingCount(): number {
     return this.#pending.size;
   }
+}
+
+/** A key as lowercase hex without `0x`. */
+function plainHex(key: string): string {
+  return (key.startsWith("0x") ? key.slice(2) : key).toLowerCase();
 }

@@ -16,8 +16,8 @@ export interface PruneResult {
   readonly deleted: number;
 }
 
-type TrieKind = "account" | "storage";
-type Decoded = Uint8Array | Decoded[];
+export type TrieKind = "account" | "storage";
+export type Decoded = Uint8Array | Decoded[];
 
 /**
  * Deletes every state and storage trie node that no root in `keep` reaches (mark and sweep).
@@ -76,7 +76,7 @@ async function markLive(db: Database, roots: readonly Uint8Array[]): Promise<Set
  * (embedded children are walked in place) and, in leaves of the account trie, the account's
  * storage root.
  */
-function visitNode(
+export function visitNode(
   node: Decoded,
   kind: TrieKind,
   onRef: (hash: Uint8Array, kind: TrieKind) => void,
