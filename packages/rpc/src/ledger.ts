@@ -6,13 +6,7 @@ import {
   type StoredBlock,
 } from "@nodex/chain";
 import type { BlockContext, CallOutcome, CallRequest, Executor } from "@nodex/evm";
-import {
-  type BloomBits,
-  bloomBits,
-  bloomHasBits,
-  ExecutionErrorCode,
-  intrinsicGas,
-} from "@nodex/evm";
+import { type BloomBits, bloomBits, bloomHasBits, intrinsicGas } from "@nodex/evm";
 import type { WorldState } from "@nodex/state";
 import { type AddResult, type PoolHead, TxPool, TxPoolError } from "@nodex/txpool";
 import {
@@ -29,8 +23,6 @@ import {
 } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
 import type { LogFilter } from "./logFilter.js";
-
-const LATEST: BlockSelector = { kind: "tag", tag: "latest" };
 
 /** How many read-only states (by root) stay open for reuse. */
 const READ_STATE_CACHE = 8;
