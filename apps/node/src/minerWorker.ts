@@ -1,5 +1,5 @@
 import { parentPort } from "node:worker_threads";
-import { encodeBitcoinHeader, grindNonce, syntheticCoinbase, txid } from "@nodex/mergemining";
+import { grindNonce, syntheticCoinbase, syntheticHeader } from "@nodex/mergemining";
 
 /**
  * A mining thread of `nodex mine`: grinds the work it was last given, over the extra-nonces
@@ -49,14 +49,7 @@ async function loop(): Promise<void> {
     let extraNonce = work.extraNonceStart;
     while (!stopped && current === work) {
       const coinbase = syntheticCoinbase(work.hashForMergedMining, extraNonce);
-      const header = encodeBitcoinHeader({
-        version: 0x20000000,
-        prevHash: new Uint8Array(32),
-        merkleRoot: txid(coinbase),
-        time: Math.floor(Date.now() / 1000),
-        bits: work.bits,
-        nonce: 0,
-      });
+      const header = syntheticHeader(coinbase, Math.floor(Date.now() / 1000), work.bits);
       for (let from = 0; from < 2 ** 32 && current === work && !stopped; from += CHUNK) {
         const nonce = grindNonce(header, work.target, from, from + CHUNK);
         parentPort?.postMessage({

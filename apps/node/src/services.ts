@@ -60,7 +60,7 @@ export function createServices(
   const miner = new MinerServer(chain, {
     coinbase: getCoinbase,
     transactions: () => ledger.pendingTransactions(),
-    transactionsVersion: () => ledger.pendingVersion,
+    transactionsVersion: () => ledger.pool.version,
     logger: logger.child({ module: "miner" }),
   });
   return {

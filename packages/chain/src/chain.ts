@@ -24,6 +24,7 @@ import {
   encodeHeader,
   encodeReceipt,
   encodeReceiptList,
+  equalBytes,
   FORK_DETECTION_HEIGHT,
   hashForMergedMiningBase,
   headerHash,
@@ -413,7 +414,7 @@ export class Chain {
     for (;;) {
       if (current.number === height) return current;
       const canonical = await this.getCanonicalHash(current.number);
-      if (canonical !== undefined && bytesToHex(canonical) === bytesToHex(currentHash)) {
+      if (canonical !== undefined && equalBytes(canonical, currentHash)) {
         const at = await this.getCanonicalHash(height);
         const found = at === undefined ? undefined : await this.getHeaderByHash(at);
         if (found !== undefined) return found;
@@ -525,7 +526,7 @@ export class Chain {
     );
     if (unclesWhy !== undefined) return invalid(unclesWhy);
     const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));
-    if (bytesToHex(txRoot) !== bytesToHex(header.transactionsRoot))
+    if (!equalBytes(txRoot, header.transactionsRoot))
       return invalid("transactions root does not match the transactions");
     const ctx: BlockContext = {
       number: header.number,
@@ -548,11 +549,11 @@ export class Chain {
         ? `gas used ${header.gasUsed}, the transactions use ${run.gasUsed}`
         : run.paidFees !== header.paidFees
           ? `paid fees ${header.paidFees}, the transactions pay ${run.paidFees}`
-          : bytesToHex(run.stateRoot) !== bytesToHex(header.stateRoot)
+          : !equalBytes(run.stateRoot, header.stateRoot)
             ? "state root does not match the state after the transactions"
-            : bytesToHex(receiptsRoot) !== bytesToHex(header.receiptsRoot)
+            : !equalBytes(receiptsRoot, header.receiptsRoot)
               ? "receipts root does not match the receipts"
-              : bytesToHex(run.bloom) !== bytesToHex(header.logsBloom)
+              : !equalBytes(run.bloom, header.logsBloom)
                 ? "logs bloom does not match the logs"
                 : undefined;
     if (mismatch !== undefined) return invalid(mismatch);
@@ -563,7 +564,7 @@ export class Chain {
       number: header.number,
       hash: bytesToHex(hash),
       txs: block.transactions.length,
-      ...(best && bytesToHex(wasHead.hash) !== bytesToHex(header.parentHash)
+      ...(best && !equalBytes(wasHead.hash, header.parentHash)
         ? { reorganizedFrom: bytesToHex(wasHead.hash) }
         : {}),
     });
@@ -883,8 +884,7 @@ export class Chain {
       if (parent === undefined)
         throw new ChainError(ChainErrorCode.CORRUPT, `missing ancestor at ${n}`);
       const canonicalHash = await this.getCanonicalHash(n);
-      if (canonicalHash !== undefined && bytesToHex(canonicalHash) === bytesToHex(parent.hash))
-        break;
+      if (canonicalHash !== undefined && equalBytes(canonicalHash, parent.hash)) break;
       added.unshift(parent);
       cursor = parent;
     }
@@ -894,9 +894,10 @@ export class Chain {
     const oldHead = this.#head.block.header.number;
     for (let n = fork; n <= oldHead; n++) {
       const old = await this.getBlockByNumber(n);
+      const replacement = added[Number(n - fork)];
       if (
         old !== undefined &&
-        bytesToHex(old.hash) !== bytesToHex(added[Number(n - fork)]?.hash ?? new Uint8Array())
+        (replacement === undefined || !equalBytes(old.hash, replacement.hash))
       )
         removedBlocks.push(old);
       if (n > tip.block.header.number) removed.push(n);

@@ -20,7 +20,6 @@ export {
   MinerServer,
   type MinerServerOptions,
   type SubmittedBlock,
-  syntheticHeader,
 } from "./minerServer.js";
 export {
   type ConsensusRules,

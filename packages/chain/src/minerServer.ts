@@ -3,7 +3,6 @@ import {
   compressCoinbase,
   difficultyToTarget,
   doubleSha256,
-  encodeBitcoinHeader,
   encodeBitcoinTransaction,
   extractTaggedHash,
   hashMeetsTarget,
@@ -12,6 +11,7 @@ import {
   parseBitcoinHeader,
   parseBitcoinTransaction,
   syntheticCoinbase,
+  syntheticHeader,
   targetToBytes,
   targetToCompact,
   txid,
@@ -19,6 +19,7 @@ import {
 import {
   type Address,
   bytesToHex,
+  equalBytes,
   headerHash,
   type Logger,
   NodexError,
@@ -31,8 +32,6 @@ import { ChainError, ChainErrorCode } from "./errors.js";
 const TEMPLATES_KEPT = 20;
 /** A template older than this is rebuilt even when the head has not moved (new transactions). */
 const TEMPLATE_REFRESH_MS = 60_000;
-/** The Bitcoin header version of the synthetic blocks of `eth_getWork`. */
-const SYNTHETIC_VERSION = 0x20000000;
 /** Hashrate reports older than this no longer count. */
 const HASHRATE_TTL_MS = 60_000;
 
@@ -66,6 +65,8 @@ export interface SubmittedBlock {
 
 interface Template extends BlockTemplate {
   readonly target: Uint8Array;
+  /** The target as a Bitcoin header's nBits. */
+  readonly bits: number;
   readonly builtAt: number;
   readonly transactionsVersion: number | undefined;
 }
@@ -100,7 +101,7 @@ export class MinerServer {
   async getWork(): Promise<MergedMiningWork> {
     const previous = this.#current;
     const template = await this.#template();
-    const fresh = previous === undefined || !sameBytes(previous.parentHash, template.parentHash);
+    const fresh = previous === undefined || !equalBytes(previous.parentHash, template.parentHash);
     if (fresh) this.#notified = false;
     const notify = !this.#notified;
     this.#notified = true;
@@ -118,7 +119,7 @@ export class MinerServer {
     const head = this.#chain.head;
     if (
       current !== undefined &&
-      sameBytes(current.parentHash, head.hash) &&
+      equalBytes(current.parentHash, head.hash) &&
       current.transactionsVersion === this.#opts.transactionsVersion?.() &&
       this.#now() - current.builtAt < TEMPLATE_REFRESH_MS
     ) {
@@ -135,9 +136,11 @@ export class MinerServer {
     const built = await this.#chain.buildTemplate(this.#opts.transactions(), {
       coinbase: this.#opts.coinbase(),
     });
+    const target = difficultyToTarget(built.block.header.difficulty);
     const template: Template = {
       ...built,
-      target: targetToBytes(difficultyToTarget(built.block.header.difficulty)),
+      target: targetToBytes(target),
+      bits: targetToCompact(target),
       builtAt: this.#now(),
       transactionsVersion,
     };
@@ -170,7 +173,7 @@ export class MinerServer {
   ): Promise<SubmittedBlock> {
     const stripped = withoutWitness(coinbase);
     const raw = txids.map((t) => t.slice().reverse());
-    if (raw.length === 0 || !sameBytes(raw[0]!, txid(stripped)))
+    if (raw.length === 0 || !equalBytes(raw[0]!, txid(stripped)))
       throw submissionError("the first transaction hash is not the coinbase's");
     return this.#submit(header, stripped, buildMerkleProof(raw));
   }
@@ -185,7 +188,7 @@ export class MinerServer {
     const stripped = withoutWitness(coinbase);
     if (merkleHashes.length === 0)
       throw submissionError("The list of merkle hashes can't be empty");
-    if (!sameBytes(merkleHashes[0]!, txid(stripped)))
+    if (!equalBytes(merkleHashes[0]!, txid(stripped)))
       throw submissionError("the first merkle hash is not the coinbase's txid");
     return this.#submit(header, stripped, merkleProofFromBranch(merkleHashes));
   }
@@ -243,7 +246,7 @@ export class MinerServer {
     const seed = new Uint8Array(32);
     const view = new DataView(seed.buffer);
     view.setUint32(0, Number(template.block.header.timestamp));
-    view.setUint32(4, targetToCompact(difficultyToTarget(template.block.header.difficulty)));
+    view.setUint32(4, template.bits);
     return { powHash: template.hashForMergedMining, seedHash: seed, boundary: template.target };
   }
 
@@ -261,7 +264,8 @@ export class MinerServer {
     if (template === undefined || nonce.length !== 8) return false;
     const view = new DataView(nonce.buffer, nonce.byteOffset, 8);
     const coinbase = syntheticCoinbase(template.hashForMergedMining, BigInt(view.getUint32(0)));
-    const header = syntheticHeader(template, txid(coinbase), view.getUint32(4));
+    const time = Number(template.block.header.timestamp);
+    const header = syntheticHeader(coinbase, time, template.bits, view.getUint32(4));
     if (!hashMeetsTarget(doubleSha256(header), template.target)) return false;
     try {
       const res = await this.#submit(header, coinbase, buildMerkleProof([txid(coinbase)]));
@@ -314,22 +318,6 @@ export class MinerServer {
   }
 }
 
-/** The 80-byte Bitcoin header of `eth_getWork`'s synthetic block for `template`. */
-export function syntheticHeader(
-  template: Pick<BlockTemplate, "block">,
-  merkleRoot: Uint8Array,
-  nonce: number,
-): Uint8Array {
-  return encodeBitcoinHeader({
-    version: SYNTHETIC_VERSION,
-    prevHash: new Uint8Array(32),
-    merkleRoot,
-    time: Number(template.block.header.timestamp),
-    bits: targetToCompact(difficultyToTarget(template.block.header.difficulty)),
-    nonce,
-  });
-}
-
 function withoutWitness(coinbase: Uint8Array): Uint8Array {
   return encodeBitcoinTransaction(
     parsed(() => parseBitcoinTransaction(coinbase), "coinbase transaction"),
@@ -348,10 +336,4 @@ function parsed<T>(parse: () => T, what: string): T {
 
 function submissionError(message: string): ChainError {
   return new ChainError(ChainErrorCode.MINING_SUBMISSION, message);
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }

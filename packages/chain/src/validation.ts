@@ -1,4 +1,11 @@
-import { type Block, type BlockHeader, bytesToHex, headerHash, unclesHash } from "@nodex/types";
+import {
+  type Block,
+  type BlockHeader,
+  bytesToHex,
+  equalBytes,
+  headerHash,
+  unclesHash,
+} from "@nodex/types";
 
 /**
  * The consensus rules a block is checked against that depend on proof of work: its difficulty
@@ -89,7 +96,7 @@ export function checkUncles(
   if (header.uncleCount !== uncles.length)
     return `uncle count ${header.uncleCount} does not match the ${uncles.length} uncles`;
   if (uncles.length > MAX_UNCLES) return `${uncles.length} uncles, at most ${MAX_UNCLES}`;
-  if (bytesToHex(unclesHash(uncles)) !== bytesToHex(header.unclesHash))
+  if (!equalBytes(unclesHash(uncles), header.unclesHash))
     return "uncles hash does not match the uncles";
   const ancestorHashes = new Set(ancestors.map((a) => bytesToHex(a.hash)));
   const ancestorHeaders = new Map(ancestors.map((a) => [bytesToHex(a.hash), a.header]));

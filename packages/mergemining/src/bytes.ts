@@ -19,11 +19,7 @@ export function reverseBytes(b: Uint8Array): Uint8Array {
   return out;
 }
 
-export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
+export { equalBytes } from "@nodex/types";
 
 /** Offset of the last occurrence of `needle` in `haystack`, or -1. */
 export function lastIndexOf(haystack: Uint8Array, needle: Uint8Array): number {

@@ -44,7 +44,12 @@ export {
 } from "./proof.js";
 export { sha256FromMidstate, sha256Midstate } from "./sha256.js";
 export type { SyntheticProof, SyntheticProofOptions } from "./synthetic.js";
-export { buildSyntheticProof, syntheticCoinbase } from "./synthetic.js";
+export {
+  buildSyntheticProof,
+  SYNTHETIC_VERSION,
+  syntheticCoinbase,
+  syntheticHeader,
+} from "./synthetic.js";
 export type { CompactTarget } from "./target.js";
 export {
   compactToTarget,

@@ -70,6 +70,29 @@ export function syntheticCoinbase(hashForMergedMining: Uint8Array, extraNonce: b
   );
 }
 
+/** The Bitcoin header version of synthetic blocks (BIP 9 version bits, none signalled). */
+export const SYNTHETIC_VERSION = 0x20000000;
+
+/**
+ * The 80-byte header of a synthetic block whose only transaction is `coinbaseTransaction`: no
+ * previous block, the coinbase's txid as the Merkle root.
+ */
+export function syntheticHeader(
+  coinbaseTransaction: Uint8Array,
+  time: number,
+  bits: number,
+  nonce = 0,
+): Uint8Array {
+  return encodeBitcoinHeader({
+    version: SYNTHETIC_VERSION,
+    prevHash: new Uint8Array(32),
+    merkleRoot: txid(coinbaseTransaction),
+    time,
+    bits,
+    nonce,
+  });
+}
+
 /**
  * Builds and mines a minimal Bitcoin block that merge-mines `hashForMergedMining` at
  * `difficulty`: grinds the header nonce, then the coinbase extra-nonce when a nonce range is
@@ -95,14 +118,7 @@ export function buildSyntheticProof(opts: SyntheticProofOptions): SyntheticProof
   for (;;) {
     const coinbaseTransaction = syntheticCoinbase(opts.hashForMergedMining, extraNonce);
     const cbTxid = txid(coinbaseTransaction);
-    const header = encodeBitcoinHeader({
-      version: 0x20000000,
-      prevHash: new Uint8Array(32),
-      merkleRoot: cbTxid,
-      time: opts.time,
-      bits,
-      nonce: 0,
-    });
+    const header = syntheticHeader(coinbaseTransaction, opts.time, bits);
     const budget = Math.min(perExtraNonce, maxAttempts - attempts);
     const nonce = grindNonce(header, targetBytes, 0, budget);
     if (nonce >= 0) {

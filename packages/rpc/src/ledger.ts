@@ -15,6 +15,7 @@ import {
   type BlockSelector,
   bytesToHex,
   decodeTransaction,
+  equalBytes,
   formatBlockSelector,
   headerHash,
   type Log,
@@ -107,8 +108,6 @@ export class Ledger {
   #nextSnapshot = 1n;
   /** The pool's update after the last new head (new transactions wait for it). */
   #poolUpdate: Promise<void> = Promise.resolve();
-  /** Changes whenever the waiting transactions change (the pending block is rebuilt). */
-  #pendingVersion = 0;
   #pendingBlock: { key: string; block: Promise<PendingBlock> } | undefined;
   /** Read-only states by state root, most recently used last. */
   readonly #states = new Map<string, Promise<WorldState>>();
@@ -125,7 +124,6 @@ export class Ledger {
     chain.onNewHead(() => {
       this.#poolUpdate = this.#poolUpdate
         .then(async () => {
-          this.#pendingVersion++;
           const { pending, queued } = this.pool.status();
           if (pending + queued > 0) await this.pool.onNewHead(await this.poolHead());
         })
@@ -144,7 +142,7 @@ export class Ledger {
         if (block === undefined) return null;
         if (selector.requireCanonical) {
           const canonical = await this.chain.getCanonicalHash(block.block.header.number);
-          if (canonical === undefined || bytesToHex(canonical) !== bytesToHex(block.hash)) {
+          if (canonical === undefined || !equalBytes(canonical, block.hash)) {
             throw new RPCError(
               RPCErrorCode.INVALID_PARAMS,
               `block ${bytesToHex(block.hash)} is not canonical`,
@@ -199,7 +197,7 @@ export class Ledger {
    */
   pendingBlock(): Promise<PendingBlock> {
     const head = this.chain.head;
-    const key = `${bytesToHex(head.hash)}:${this.#pendingVersion}`;
+    const key = `${bytesToHex(head.hash)}:${this.pool.version}`;
     if (this.#pendingBlock?.key !== key) {
       const block = this.chain
         .buildTemplate(this.pendingTransactions(), { coinbase: this.#coinbase() })
@@ -274,10 +272,9 @@ export class Ledger {
         throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, err.message);
       throw err;
     }
-    this.#pendingVersion++;
     if (!this.#autoMining || added.status !== "pending") return tx.hash;
     const mined = await this.#minePending();
-    const rejected = mined.rejected.find((r) => sameBytes(r.tx.hash, tx.hash));
+    const rejected = mined.rejected.find((r) => equalBytes(r.tx.hash, tx.hash));
     if (rejected !== undefined) {
       this.pool.remove([tx.hash]);
       throw new RPCError(RPCErrorCode.TRANSACTION_REJECTED, rejected.error.message);
@@ -300,7 +297,6 @@ export class Ledger {
     const mined = await this.chain.mine(this.pool.pending(), this.#mineOptions(timestamp));
     // What the block took leaves the pool; the new head's update drops what became stale.
     this.pool.remove(mined.block.transactions.map((tx) => tx.hash));
-    this.#pendingVersion++;
     await this.#poolUpdate;
     return mined;
   }
@@ -341,7 +337,6 @@ export class Ledger {
     this.pool.clear();
     const head = await this.poolHead();
     for (const tx of snapshot.waiting) await this.pool.add(tx, head).catch(() => undefined);
-    this.#pendingVersion++;
     this.#timeOffset = snapshot.timeOffset;
     return true;
   }
@@ -352,7 +347,6 @@ export class Ledger {
     await this.chain.rewindTo(0n);
     await this.#poolUpdate;
     this.pool.clear();
-    this.#pendingVersion++;
     this.#timeOffset = 0n;
   }
 
@@ -404,11 +398,6 @@ export class Ledger {
 
   get miningStopped(): boolean {
     return this.#miningStopped;
-  }
-
-  /** Changes whenever the pool's transactions change. */
-  get pendingVersion(): number {
-    return this.#pendingVersion;
   }
 
   /** The pool's executable transactions, in the order the next block takes them. */
@@ -591,20 +580,14 @@ function isPendingTag(selector: BlockSelector): boolean {
   return selector.kind === "tag" && selector.tag === "pending";
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 function logMatches(log: Log, filter: LogFilter): boolean {
-  if (filter.addresses.length > 0 && !filter.addresses.some((a) => sameBytes(a, log.address)))
+  if (filter.addresses.length > 0 && !filter.addresses.some((a) => equalBytes(a, log.address)))
     return false;
   for (let i = 0; i < filter.topics.length; i++) {
     const wanted = filter.topics[i];
     if (wanted === null || wanted === undefined) continue;
     const topic = log.topics[i];
-    if (topic === undefined || !wanted.some((t) => sameBytes(t, topic))) return false;
+    if (topic === undefined || !wanted.some((t) => equalBytes(t, topic))) return false;
   }
   return true;
 }

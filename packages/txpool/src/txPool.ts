@@ -74,6 +74,7 @@ export class TxPool {
   readonly #all = new Map<string, Entry>();
   readonly #accounts = new Map<string, Account>();
   #pendingCount = 0;
+  #version = 0;
   #queuedCount = 0;
   #seq = 0;
   #localCount = 0;
@@ -228,8 +229,17 @@ export class TxPool {
     if (localsChanged) void this.#journalChanged();
   }
 
+  /**
+   * Changes whenever the pool's content changes (a transaction in or out, pending or queued):
+   * what is built from the pool (the pending block, miners' work) is rebuilt when it moves.
+   */
+  get version(): number {
+    return this.#version;
+  }
+
   /** Drops every transaction (locals too; the journal follows). */
   clear(): void {
+    this.#version++;
     const hadLocals = this.#localCount > 0;
     this.#all.clear();
     this.#accounts.clear();
@@ -522,6 +532,7 @@ export class TxPool {
   // --- bookkeeping ------------------------------------------------------------------------
 
   #insert(entry: Entry, status: PoolStatus): void {
+    this.#version++;
     const account = entry.account;
     entry.status = status;
     account.txs.set(entry.tx.nonce, entry);
@@ -541,6 +552,7 @@ export class TxPool {
    * demote or reorganize after (`replacing` keeps the account for the entry that takes its place).
    */
   #delete(entry: Entry, replacing = false): void {
+    this.#version++;
     const account = entry.account;
     account.txs.delete(entry.tx.nonce);
     this.#all.delete(entry.key);
@@ -557,6 +569,7 @@ export class TxPool {
 
   #setStatus(entry: Entry, status: PoolStatus): void {
     if (entry.status === status) return;
+    this.#version++;
     const account = entry.account;
     if (status === "pending") {
       account.pendingCount++;

@@ -44,6 +44,13 @@ export function hexToBytes(hex: string): Uint8Array {
   return bytes;
 }
 
+/** Whether two byte strings are the same bytes. */
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 export function keccak256(data: Uint8Array): Uint8Array {
   return keccak_256(data);
 }

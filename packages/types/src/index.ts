@@ -21,7 +21,7 @@ export type { DevAccount } from "./devAccounts.js";
 export { DEV_MNEMONIC, deriveDevAccounts, privateKeyToAddress } from "./devAccounts.js";
 export { CodecError, CodecErrorCode, NodexError } from "./errors.js";
 export type { Hex } from "./hex.js";
-export { bytesToHex, hexToBytes, keccak256 } from "./hex.js";
+export { bytesToHex, equalBytes, hexToBytes, keccak256 } from "./hex.js";
 export type { LogContext, Logger, LogLevel } from "./logger.js";
 export { LOG_LEVELS, nullLogger } from "./logger.js";
 export { hashMessage, isPrivateKey, signMessage } from "./message.js";

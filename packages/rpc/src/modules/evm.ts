@@ -29,13 +29,14 @@ function flexibleInteger(what: string) {
   };
 }
 
+const seconds = flexibleInteger("timestamp").parse;
+
 /** `evm_mine`'s optional time: a number or QUANTITY of seconds, or Ganache's `{timestamp}`. */
 const mineTimestamp = {
   name: "timestamp",
   optional: true,
   defaultValue: undefined as bigint | undefined,
   parse: (value: unknown, arg: number): bigint | undefined => {
-    const seconds = flexibleInteger("timestamp").parse;
     if (typeof value === "object" && value !== null && !Array.isArray(value)) {
       const o = value as Record<string, unknown>;
       for (const key of Object.keys(o))

@@ -30,6 +30,32 @@ describe("nonce gaps", () => {
   });
 });
 
+describe("version", () => {
+  it("moves with every change of the content, and only then", async () => {
+    const pool = new TxPool({ chainId: CHAIN_ID });
+    const h = head(richState(1));
+    const seen = [pool.version];
+    const moved = () => {
+      const v = pool.version;
+      const changed = v !== seen[seen.length - 1];
+      seen.push(v);
+      return changed;
+    };
+    await pool.add(transfer(0, 1), h);
+    expect(moved()).toBe(true); // queued
+    pool.pending();
+    pool.content();
+    pool.get(transfer(0, 1).hash);
+    expect(moved()).toBe(false); // reads change nothing
+    await pool.add(transfer(0, 0), h);
+    expect(moved()).toBe(true); // pending, and the queued one promoted
+    pool.remove([transfer(0, 0).hash]);
+    expect(moved()).toBe(true);
+    pool.clear();
+    expect(moved()).toBe(true);
+  });
+});
+
 describe("replacement", () => {
   it("replaces with a gas price at least 40% higher (the reference's bump), keeping the status", async () => {
     const pool = new TxPool({ chainId: CHAIN_ID });
