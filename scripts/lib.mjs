@@ -25,16 +25,18 @@ function mustRun(what, cmd, args) {
   }
 }
 
-/** Installs dependencies when node_modules is missing or older than the lockfile. */
+/**
+ * Installs dependencies with `npm ci` when node_modules is missing or older than the lockfile.
+ * `npm ci` installs exactly what package-lock.json lists and fails when the lockfile does not
+ * match the package.json files, so an incomplete lockfile shows up here and in CI rather than
+ * being patched over by `npm install` on one machine.
+ */
 export function ensureInstalled() {
   const marker = join(root, "node_modules", ".package-lock.json");
   const lock = join(root, "package-lock.json");
   if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
-  // `npm install` rather than `npm ci`: the lockfile lists the optional platform binaries
-  // (biome, turbo) only for the platforms the registry served, and `npm ci` refuses such a
-  // lock. `npm install` follows the lock for everything it lists and leaves it unchanged.
-  console.error("Installing dependencies (npm install)...");
-  mustRun("npm install", "npm", ["install", "--no-audit", "--no-fund"]);
+  console.error("Installing dependencies (npm ci)...");
+  mustRun("npm ci", "npm", ["ci", "--no-audit", "--no-fund"]);
 }
 
 /** Builds every package (incremental; turbo caches unchanged packages). */
