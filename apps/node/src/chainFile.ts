@@ -6,6 +6,7 @@ import type { Chain } from "@nodex/chain";
 import {
   type Block,
   bytesToHex,
+  concatBytes,
   decodeBlock,
   encodeBlock,
   headerHash,
@@ -293,7 +294,7 @@ export async function* rlpItems(
   let base = 0;
   let index = 0;
   for await (const chunk of chunks) {
-    buffer = buffer.length === 0 ? chunk : concat(buffer, chunk);
+    buffer = buffer.length === 0 ? chunk : concatBytes(buffer, chunk);
     let at = 0;
     for (;;) {
       const size = itemSize(buffer, at, base + at, index, source);
@@ -346,11 +347,4 @@ function itemSize(
     throw bad(`the list claims ${length} bytes, more than a block may hold (${MAX_BLOCK_BYTES})`);
   }
   return 1 + lengthBytes + length;
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }

@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { targetToCompact, txid } from "@nodex/mergemining";
-import { bytesToHex, hexToBytes } from "@nodex/types";
+import { bytesToHex, bytesToUnprefixedHex, hexToBytes } from "@nodex/types";
 import type { WorkerMessage, WorkMessage } from "./minerWorker.js";
 
 /**
@@ -135,16 +135,15 @@ async function submit(
   solution: { header: Uint8Array; coinbase: Uint8Array },
   log: (line: string) => void,
 ): Promise<"accepted" | "refused" | "other"> {
-  const hex = (bytes: Uint8Array) => bytesToHex(bytes).slice(2);
   try {
     const info = (await rpc("mnr_submitBitcoinBlockPartialMerkle", [
-      hex(new Uint8Array(32)),
-      hex(solution.header),
-      hex(solution.coinbase),
-      hex(txid(solution.coinbase)),
+      bytesToUnprefixedHex(new Uint8Array(32)),
+      bytesToUnprefixedHex(solution.header),
+      bytesToUnprefixedHex(solution.coinbase),
+      bytesToUnprefixedHex(txid(solution.coinbase)),
       "1",
     ])) as { blockImportedResult: string; blockHash: string; blockIncludedHeight: string };
-    const result = Buffer.from(info.blockImportedResult.slice(2), "hex").toString("ascii");
+    const result = String.fromCharCode(...hexToBytes(info.blockImportedResult));
     log(`block ${BigInt(info.blockIncludedHeight)} ${info.blockHash}: ${result}`);
     return result === "IMPORTED_BEST" || result === "IMPORTED_NOT_BEST" ? "accepted" : "other";
   } catch (err) {

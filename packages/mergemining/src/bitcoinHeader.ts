@@ -1,4 +1,4 @@
-import { readU32LE, reverseBytes, toHex, writeU32LE } from "./bytes.js";
+import { bytesToUnprefixedHex, readU32LE, reverseBytes, writeU32LE } from "@nodex/types";
 import { doubleSha256 } from "./doubleSha256.js";
 import { malformed } from "./errors.js";
 
@@ -60,5 +60,5 @@ export function bitcoinHash(header: Uint8Array | BitcoinHeader): Uint8Array {
 
 /** A raw-order hash as the hex block explorers and RPCs show (byte-reversed), without `0x`. */
 export function hashToDisplayHex(rawHash: Uint8Array): string {
-  return toHex(reverseBytes(rawHash));
+  return bytesToUnprefixedHex(reverseBytes(rawHash));
 }

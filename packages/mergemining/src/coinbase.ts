@@ -1,4 +1,4 @@
-import { bytesToBigintBE, concatBytes, lastIndexOf } from "./bytes.js";
+import { bytesToBigintBE, concatBytes, lastIndexOf } from "@nodex/types";
 import { MergeMiningError, MergeMiningErrorCode, malformed } from "./errors.js";
 import { sha256, sha256FromMidstate, sha256Midstate } from "./sha256.js";
 

@@ -1,6 +1,5 @@
-import { FORK_DETECTION_HEIGHT } from "@nodex/types";
+import { concatBytes, FORK_DETECTION_HEIGHT, lastIndexOf, writeU32BE } from "@nodex/types";
 import { BITCOIN_HEADER_SIZE } from "./bitcoinHeader.js";
-import { concatBytes, lastIndexOf, writeU32BE } from "./bytes.js";
 import { RSK_TAG } from "./coinbase.js";
 import { doubleSha256 } from "./doubleSha256.js";
 import { invalidArgument, MergeMiningError, MergeMiningErrorCode } from "./errors.js";

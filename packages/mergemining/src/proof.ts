@@ -1,5 +1,11 @@
+import {
+  bytesToUnprefixedHex,
+  concatBytes,
+  equalBytes,
+  lastIndexOf,
+  reverseBytes,
+} from "@nodex/types";
 import { BITCOIN_HEADER_SIZE } from "./bitcoinHeader.js";
-import { concatBytes, equalBytes, lastIndexOf, reverseBytes } from "./bytes.js";
 import {
   COMPRESSED_COINBASE_PREFIX_SIZE,
   MAX_BYTES_AFTER_MERGED_MINING_HASH,
@@ -171,7 +177,7 @@ export function verifyMergedMiningProof(input: MergedMiningProofInput): ProofVer
       ? fail(ProofFailure.TAG_MISSING, "coinbase tail has no RSKBLOCK: tag")
       : fail(
           ProofFailure.TAG_HASH_MISMATCH,
-          `coinbase tail has RSKBLOCK: but not followed by hashForMergedMining ${toHex(hashForMergedMining)}`,
+          `coinbase tail has RSKBLOCK: but not followed by hashForMergedMining ${bytesToUnprefixedHex(hashForMergedMining)}`,
         );
   }
   if (at >= 64) {
@@ -226,11 +232,8 @@ export function verifyMergedMiningProof(input: MergedMiningProofInput): ProofVer
   return { ok: true, bitcoinHash };
 }
 
-function toHex(b: Uint8Array): string {
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-}
 function toDisplay(raw: Uint8Array): string {
-  return toHex(reverseBytes(raw));
+  return bytesToUnprefixedHex(reverseBytes(raw));
 }
 
 /**

@@ -1,5 +1,5 @@
+import { concatBytes, writeU32LE } from "@nodex/types";
 import { encodeBitcoinHeader } from "./bitcoinHeader.js";
-import { concatBytes, writeU32LE } from "./bytes.js";
 import { compressCoinbase, RSK_TAG } from "./coinbase.js";
 import { invalidArgument, MergeMiningError, MergeMiningErrorCode } from "./errors.js";
 import { grindNonce } from "./grind.js";

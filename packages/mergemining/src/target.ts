@@ -1,4 +1,4 @@
-import { bigintToBytesBE, bytesToBigintBE } from "./bytes.js";
+import { bigintToBytesBE, bytesToBigintBE } from "@nodex/types";
 import { invalidArgument } from "./errors.js";
 
 const TWO_256 = 1n << 256n;

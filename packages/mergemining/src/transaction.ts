@@ -1,4 +1,4 @@
-import { concatBytes, readU32LE, writeU32LE } from "./bytes.js";
+import { concatBytes, readU32LE, writeU32LE } from "@nodex/types";
 import { doubleSha256 } from "./doubleSha256.js";
 import { malformed } from "./errors.js";
 

@@ -8,9 +8,14 @@ const HEX_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) =>
 
 /** Lowercase `0x` hex of the bytes; `0x` for none. */
 export function bytesToHex(bytes: Uint8Array): Hex {
-  let out = "0x";
+  return `0x${bytesToUnprefixedHex(bytes)}`;
+}
+
+/** Lowercase hex of the bytes without `0x` (Bitcoin hashes, key files, merged-mining RPC). */
+export function bytesToUnprefixedHex(bytes: Uint8Array): string {
+  let out = "";
   for (let i = 0; i < bytes.length; i++) out += HEX_BYTE[bytes[i]!];
-  return out as Hex;
+  return out;
 }
 
 /** Value of one hex digit (char code), or -1. */
@@ -42,13 +47,6 @@ export function hexToBytes(hex: string): Uint8Array {
   if (bytes === undefined)
     throw new TypeError(`malformed hex string ${JSON.stringify(hex.slice(0, 80))}`);
   return bytes;
-}
-
-/** Whether two byte strings are the same bytes. */
-export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 export function keccak256(data: Uint8Array): Uint8Array {

@@ -7,6 +7,18 @@ export {
   parseBlockSelector,
   parseBlockTag,
 } from "./blockSelector.js";
+export {
+  bigintToBytesBE,
+  bytesToBigintBE,
+  concatBytes,
+  equalBytes,
+  lastIndexOf,
+  readU32BE,
+  readU32LE,
+  reverseBytes,
+  writeU32BE,
+  writeU32LE,
+} from "./bytes.js";
 export type { Address, Hash32 } from "./data.js";
 export {
   encodeData,
@@ -21,7 +33,7 @@ export type { DevAccount } from "./devAccounts.js";
 export { DEV_MNEMONIC, deriveDevAccounts, privateKeyToAddress } from "./devAccounts.js";
 export { CodecError, CodecErrorCode, NodexError } from "./errors.js";
 export type { Hex } from "./hex.js";
-export { bytesToHex, equalBytes, hexToBytes, keccak256 } from "./hex.js";
+export { bytesToHex, bytesToUnprefixedHex, hexToBytes, keccak256 } from "./hex.js";
 export type { LogContext, Logger, LogLevel } from "./logger.js";
 export { LOG_LEVELS, nullLogger } from "./logger.js";
 export { hashMessage, isPrivateKey, signMessage } from "./message.js";

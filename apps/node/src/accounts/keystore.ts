@@ -11,7 +11,8 @@ import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import {
   type Address,
-  bytesToHex,
+  bytesToUnprefixedHex,
+  equalBytes,
   hexToBytes,
   keccak256,
   type Logger,
@@ -106,8 +107,6 @@ function aes128ctr(key: Uint8Array, iv: Uint8Array, data: Uint8Array, encrypt: b
   return Buffer.concat([cipher.update(data), cipher.final()]);
 }
 
-const hex = (bytes: Uint8Array) => bytesToHex(bytes).slice(2);
-
 /** Encrypts `privateKey` into a v3 key file (scrypt, AES-128-CTR, keccak256 MAC). */
 export async function encryptKey(
   privateKey: Uint8Array,
@@ -121,16 +120,22 @@ export async function encryptKey(
   try {
     const ciphertext = aes128ctr(derived.subarray(0, 16), iv, privateKey, true);
     return {
-      address: hex(privateKeyToAddress(privateKey)),
+      address: bytesToUnprefixedHex(privateKeyToAddress(privateKey)),
       id: randomUUID(),
       version: 3,
       crypto: {
         cipher: "aes-128-ctr",
-        ciphertext: hex(ciphertext),
-        cipherparams: { iv: hex(iv) },
+        ciphertext: bytesToUnprefixedHex(ciphertext),
+        cipherparams: { iv: bytesToUnprefixedHex(iv) },
         kdf: "scrypt",
-        kdfparams: { dklen: 32, n: params.n, r: params.r, p: params.p, salt: hex(salt) },
-        mac: hex(mac(derived, ciphertext)),
+        kdfparams: {
+          dklen: 32,
+          n: params.n,
+          r: params.r,
+          p: params.p,
+          salt: bytesToUnprefixedHex(salt),
+        },
+        mac: bytesToUnprefixedHex(mac(derived, ciphertext)),
       },
     };
   } finally {
@@ -227,7 +232,7 @@ export async function decryptKey(json: unknown, passphrase: string): Promise<Uin
     } catch {
       throw invalid("the key is not a valid secp256k1 key");
     }
-    if (Buffer.compare(derivedAddress, address) !== 0) {
+    if (!equalBytes(derivedAddress, address)) {
       key.fill(0);
       throw invalid("the key does not match the address");
     }
@@ -239,7 +244,7 @@ export async function decryptKey(json: unknown, passphrase: string): Promise<Uin
 
 /** geth's key file name: `UTC--<ISO time with - for :>--<address without 0x>`. */
 export function keyFileName(address: Address, at: Date): string {
-  return `UTC--${at.toISOString().replace(/:/g, "-")}--${hex(address)}`;
+  return `UTC--${at.toISOString().replace(/:/g, "-")}--${bytesToUnprefixedHex(address)}`;
 }
 
 /** A key file found in the keystore directory. */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bytesToHex, hexToBytes, keccak256 } from "../../src/index.js";
+import { bytesToHex, bytesToUnprefixedHex, hexToBytes, keccak256 } from "../../src/index.js";
 import { hexString } from "./codecTesting.js";
 
 const nonHexChar = fc.string({ minLength: 1, maxLength: 1 }).filter((c) => !/[0-9a-fA-F]/.test(c));
@@ -24,6 +24,19 @@ describe("bytesToHex", () => {
   it("reads only the view of a subarray", () => {
     const buf = new Uint8Array([1, 2, 3, 4]);
     expect(bytesToHex(buf.subarray(1, 3))).toBe("0x0203");
+  });
+});
+
+describe("bytesToUnprefixedHex", () => {
+  it("is bytesToHex without 0x, and hexToBytes reads it back", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 100 }), (bytes) => {
+        const text = bytesToUnprefixedHex(bytes);
+        expect(text).toBe(Buffer.from(bytes).toString("hex"));
+        expect(hexToBytes(text)).toEqual(bytes);
+      }),
+    );
+    expect(bytesToUnprefixedHex(new Uint8Array())).toBe("");
   });
 });
 

@@ -5,15 +5,15 @@ import {
   bytesToBigintBE,
   concatBytes,
   equalBytes,
-  fromHex,
+  hexToBytes as fromHex,
   lastIndexOf,
   readU32BE,
   readU32LE,
   reverseBytes,
-  toHex,
+  bytesToUnprefixedHex as toHex,
   writeU32BE,
   writeU32LE,
-} from "../../src/bytes.js";
+} from "../../src/index.js";
 
 describe("byte helpers", () => {
   it("lastIndexOf agrees with Buffer.lastIndexOf", () => {
