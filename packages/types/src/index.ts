@@ -79,9 +79,12 @@ export {
 export type { SignedTransaction, UnsignedTransaction } from "./rlp/transaction.js";
 export {
   contractAddress,
+  decodeSenders,
   decodeTransaction,
+  encodeSenders,
   signingHash,
   signTransaction,
   TransactionError,
   TransactionErrorCode,
+  transactionFromItem,
 } from "./rlp/transaction.js";

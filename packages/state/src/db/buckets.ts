@@ -19,6 +19,12 @@ export const Bucket = {
   TOTAL_DIFFICULTY: 0x07,
   /** Single values: head block hash, schema version. */
   META: 0x08,
+  /**
+   * Senders of a block's transactions by block hash: their 20-byte addresses concatenated, in
+   * body order (`encodeSenders` / `decodeSenders` of `@nodex/types`), so that reading a stored
+   * block never recovers a signature.
+   */
+  SENDERS: 0x09,
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 

@@ -1,5 +1,6 @@
+import type { Address } from "../data.js";
 import { keccak256 } from "../hex.js";
-import { expectList, rlpDecode, rlpListOfEncoded } from "./codec.js";
+import { DecodeError, expectList, rlpDecode, rlpListOfEncoded } from "./codec.js";
 import { type BlockHeader, encodeHeader, headerFromItem } from "./header.js";
 import { type SignedTransaction, transactionFromItem } from "./transaction.js";
 
@@ -40,10 +41,26 @@ export function encodeBody(block: Pick<Block, "transactions" | "uncles">): Uint8
   ]);
 }
 
-export function decodeBody(bytes: Uint8Array): Pick<Block, "transactions" | "uncles"> {
+/**
+ * Reads a stored body. With `senders` (as `decodeSenders` reads them from the block's SENDERS
+ * entry), `senders[i]` is transaction i's `from` and no signature is recovered; a count that is
+ * not the number of transactions throws `DecodeError`.
+ */
+export function decodeBody(
+  bytes: Uint8Array,
+  senders?: readonly Uint8Array[],
+): Pick<Block, "transactions" | "uncles"> {
   const [txs, uncles] = expectList(rlpDecode(bytes, "block body"), "block body", 2);
+  const items = expectList(txs!, "block transactions");
+  if (senders !== undefined && senders.length !== items.length) {
+    throw new DecodeError(
+      `invalid block senders: ${senders.length} senders for ${items.length} transactions`,
+    );
+  }
   return {
-    transactions: expectList(txs!, "block transactions").map((item) => transactionFromItem(item)),
+    transactions: items.map((item, i) =>
+      transactionFromItem(item, undefined, senders?.[i] as Address | undefined),
+    ),
     uncles: expectList(uncles!, "block uncles").map(headerFromItem),
   };
 }

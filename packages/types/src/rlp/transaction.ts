@@ -108,8 +108,12 @@ export function signTransaction(
 /**
  * Decodes a signed transaction as received from a client or a peer: legacy RLP of nine items,
  * canonical integers, a valid low-s signature. Typed (EIP-2718) envelopes are refused.
+ *
+ * With `sender` (a transaction read back from the node's own store, whose sender was recovered
+ * when it was imported), the signature's fields are still checked but no public key is
+ * recovered: `sender` becomes `from` as given.
  */
-export function decodeTransaction(raw: Uint8Array): SignedTransaction {
+export function decodeTransaction(raw: Uint8Array, sender?: Address): SignedTransaction {
   if (raw.length === 0) throw new DecodeError("invalid transaction: empty");
   const first = raw[0]!;
   if (first <= 0x7f) {
@@ -119,12 +123,17 @@ export function decodeTransaction(raw: Uint8Array): SignedTransaction {
       { type: first },
     );
   }
-  return transactionFromItem(rlpDecode(raw, "transaction"), raw);
+  return transactionFromItem(rlpDecode(raw, "transaction"), raw, sender);
 }
 
+/**
+ * A transaction from its decoded RLP item; `raw` is its encoding (encoded again when absent).
+ * With `sender`, no signature recovery: see `decodeTransaction`.
+ */
 export function transactionFromItem(
   item: RLPItem,
   raw: Uint8Array = rlpEncode(item),
+  sender?: Address,
 ): SignedTransaction {
   const f = expectList(item, "transaction", 9);
   const toBytes = expectBytes(f[3], "transaction to");
@@ -160,6 +169,12 @@ export function transactionFromItem(
   if (r === 0n || r >= N) throw invalidSignature("r is out of range");
   if (s === 0n || s >= N) throw invalidSignature("s is out of range");
   if (s > HALF_N) throw invalidSignature("s is in the upper half of the curve order (EIP-2)");
+  if (sender !== undefined) {
+    if (sender.length !== 20) {
+      throw new DecodeError(`invalid transaction sender: expected 20 bytes, got ${sender.length}`);
+    }
+    return { ...tx, v, r, s, chainId, from: sender, hash: keccak256(raw) as Hash32, raw };
+  }
   let from: Address;
   try {
     const publicKey = new secp256k1.Signature(r, s, recovery)
@@ -177,6 +192,30 @@ function invalidSignature(why: string): TransactionError {
     TransactionErrorCode.INVALID_SIGNATURE,
     `invalid transaction signature: ${why}`,
   );
+}
+
+/** The senders of `txs`, stored beside a block's body: their 20-byte addresses, one after the other. */
+export function encodeSenders(txs: readonly SignedTransaction[]): Uint8Array {
+  const out = new Uint8Array(txs.length * 20);
+  for (const [i, tx] of txs.entries()) {
+    if (tx.from.length !== 20) {
+      throw new DecodeError(`invalid transaction sender: expected 20 bytes, got ${tx.from.length}`);
+    }
+    out.set(tx.from, i * 20);
+  }
+  return out;
+}
+
+/** The addresses `encodeSenders` wrote; throws `DecodeError` when the length is not a multiple of 20. */
+export function decodeSenders(bytes: Uint8Array): Address[] {
+  if (bytes.length % 20 !== 0) {
+    throw new DecodeError(
+      `invalid block senders: ${bytes.length} bytes is not a whole number of 20-byte addresses`,
+    );
+  }
+  const out: Address[] = [];
+  for (let o = 0; o < bytes.length; o += 20) out.push(bytes.slice(o, o + 20) as Address);
+  return out;
 }
 
 /** The address a contract created by `sender` with `nonce` gets: keccak256(rlp([sender, nonce]))[12:]. */

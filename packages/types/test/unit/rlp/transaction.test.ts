@@ -10,10 +10,12 @@ import {
   decodeTransaction,
   deriveDevAccounts,
   hexToBytes,
+  rlpDecode,
   rlpEncode,
   signingHash,
   signTransaction,
   TransactionError,
+  transactionFromItem,
   type UnsignedTransaction,
 } from "../../../src/index.js";
 
@@ -197,6 +199,25 @@ describe("legacy transactions", () => {
         }
       }),
     );
+  });
+
+  it("take a known sender as from, with the same hash and raw, and still check the signature", () => {
+    const raw = hexToBytes(EIP155_RAW);
+    const recovered = decodeTransaction(raw);
+    expect(decodeTransaction(raw, recovered.from)).toEqual(recovered);
+    const other = new Uint8Array(20).fill(0x77) as Address;
+    const given = decodeTransaction(raw, other);
+    expect(bytesToHex(given.from)).toBe(bytesToHex(other));
+    expect({ ...given, from: recovered.from }).toEqual(recovered);
+    expect(bytesToHex(transactionFromItem(rlpDecode(raw, "tx"), raw, other).from)).toBe(
+      bytesToHex(other),
+    );
+    expect(() => decodeTransaction(raw, new Uint8Array(21) as Address)).toThrow(DecodeError);
+    const highS = rlpEncode([
+      ...(rlpDecode(raw, "tx") as Uint8Array[]).slice(0, 8),
+      bigintToBytes(secp256k1.Point.CURVE().n - 1n),
+    ]);
+    expect(() => decodeTransaction(highS, other)).toThrow(TransactionError);
   });
 
   it("compute contract addresses", () => {
