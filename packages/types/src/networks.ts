@@ -48,7 +48,25 @@ export interface NetworkPreset {
     readonly gasLimit: bigint;
     readonly difficulty: bigint;
   };
+  /**
+   * How many blocks below the head the `safe` block tag names (the head minus this, at least
+   * block 0). On a proof-of-work chain nothing is final by protocol: `safe` is a block with
+   * enough confirmations that a reorganization past it is unlikely.
+   */
+  readonly safeDepth: bigint;
+  /**
+   * How many blocks below the head the `finalized` block tag names (the head minus this, at
+   * least block 0): the depth the network treats as settled. At least `safeDepth`.
+   */
+  readonly finalizedDepth: bigint;
 }
+
+/**
+ * `safe` on the public networks: 12 blocks, about six minutes at the 30-second block time;
+ * twelve confirmations is the long-standing rule of thumb for a settled proof-of-work block on
+ * Ethereum, and RSK reorganizations in practice are a block or two deep.
+ */
+const PUBLIC_SAFE_DEPTH = 12n;
 
 const PUBLIC_MODULES: readonly ModuleName[] = ["eth", "net", "web3", "rpc", "txpool", "nodex"];
 const DEV_MODULES: readonly ModuleName[] = [...PUBLIC_MODULES, "evm", "personal", "mnr"];
@@ -69,6 +87,10 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     defaultModules: PUBLIC_MODULES,
     devAccounts: false,
     genesis: { minimumGasPrice: 183_000_000n, gasLimit: 6_800_000n, difficulty: 1_048_576n },
+    safeDepth: PUBLIC_SAFE_DEPTH,
+    // The reference's own "settled" depth on mainnet: REMASC pays a block's miners 4000 blocks
+    // later, and its bridge waits for 4000 confirmations before releasing a peg-out.
+    finalizedDepth: 4000n,
   }),
   testnet: preset({
     name: "testnet",
@@ -77,6 +99,9 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     defaultModules: PUBLIC_MODULES,
     devAccounts: false,
     genesis: { minimumGasPrice: 0n, gasLimit: 5_000_000n, difficulty: 1_048_576n },
+    safeDepth: PUBLIC_SAFE_DEPTH,
+    // The reference's REMASC maturity on testnet: a block's miners are paid 50 blocks later.
+    finalizedDepth: 50n,
   }),
   devnet: preset({
     name: "devnet",
@@ -85,6 +110,11 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     defaultModules: DEV_MODULES,
     devAccounts: true,
     genesis: { minimumGasPrice: 0n, gasLimit: 10_000_000n, difficulty: 1n },
+    // A shared development chain: `safe` is the head, so it works from the first block, while
+    // other miners may still replace recent blocks; `finalized` is the reference's REMASC
+    // maturity on regtest (10 blocks), reached in seconds at difficulty 1.
+    safeDepth: 0n,
+    finalizedDepth: 10n,
   }),
   regtest: preset({
     name: "regtest",
@@ -93,6 +123,10 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     defaultModules: DEV_MODULES,
     devAccounts: true,
     genesis: { minimumGasPrice: 0n, gasLimit: 10_000_000n, difficulty: 1n },
+    // One local node mines on demand: no other miner can replace its blocks, so every block is
+    // final once mined, and scripts see their transactions under every tag (as on Hardhat).
+    safeDepth: 0n,
+    finalizedDepth: 0n,
   }),
 });
 

@@ -37,6 +37,26 @@ describe("block tags", () => {
     expect(parseBlockSelector(tag)).toEqual({ kind: "tag", tag });
   });
 
+  it("are the five of the execution-apis spec", () => {
+    expect(BlockTag).toEqual({
+      LATEST: "latest",
+      EARLIEST: "earliest",
+      PENDING: "pending",
+      SAFE: "safe",
+      FINALIZED: "finalized",
+    });
+  });
+
+  it.each(["safe", "finalized"])("accepts %s in every form a tag takes, and formats it", (tag) => {
+    const sel: BlockSelector = { kind: "tag", tag: tag as BlockTag };
+    expect(parseBlockTag(tag, 2)).toBe(tag);
+    expect(parseBlockNumberOrTag(tag, 1)).toEqual(sel);
+    expect(parseBlockSelector(tag)).toEqual(sel);
+    expect(parseBlockSelector({ blockNumber: tag })).toEqual(sel);
+    expect(formatBlockSelector(sel)).toBe(tag);
+    expect(codecMessage(() => parseBlockTag(tag.toUpperCase()))).toMatch(/invalid block tag/);
+  });
+
   it("rejects unknown tags, naming the choices", () => {
     expect(codecMessage(() => parseBlockTag("latests", 1))).toBe(
       'invalid argument 1: invalid block tag "latests", want latest, earliest, pending, safe, finalized',

@@ -32,6 +32,26 @@ describe("network presets", () => {
     expect(networkByChainId(chainId)).toBe(preset);
   });
 
+  it.each([
+    ["mainnet", 12n, 4000n],
+    ["testnet", 12n, 50n],
+    ["devnet", 0n, 10n],
+    ["regtest", 0n, 0n],
+  ] as const)("%s names blocks %i and %i below the head safe and finalized", (name, safe, fin) => {
+    expect(NETWORKS[name].safeDepth).toBe(safe);
+    expect(NETWORKS[name].finalizedDepth).toBe(fin);
+  });
+
+  it("never puts finalized above safe, and only the on-demand chain makes both the head", () => {
+    for (const name of NETWORK_NAMES) {
+      const { safeDepth, finalizedDepth } = NETWORKS[name];
+      expect(safeDepth >= 0n).toBe(true);
+      expect(finalizedDepth >= safeDepth).toBe(true);
+    }
+    const atHead = NETWORK_NAMES.filter((n) => NETWORKS[n].finalizedDepth === 0n);
+    expect(atHead).toEqual(["regtest"]);
+  });
+
   it("has one preset per name, with distinct chain ids", () => {
     expect(Object.keys(NETWORKS).sort()).toEqual([...NETWORK_NAMES].sort());
     expect(new Set(NETWORK_NAMES.map((n) => NETWORKS[n].chainId)).size).toBe(NETWORK_NAMES.length);
