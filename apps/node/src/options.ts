@@ -183,8 +183,8 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_RPC_HTTP_LAYER",
     valueName: "LAYER",
     description:
-      "HTTP layer: uws (uWebSockets.js, falls back to node where it cannot load) or node (node:http)",
-    defaultText: "uws",
+      "HTTP layer: auto (uws where it loads, else node with a warning), uws (uWebSockets.js, an error where it cannot load: Node 22 and later) or node (node:http)",
+    defaultText: "auto",
     parse: oneOf(HTTP_LAYERS),
   },
   {

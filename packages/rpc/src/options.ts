@@ -18,12 +18,15 @@ export interface RPCOptions {
   readonly maxResponseBytes: number;
   /** Time limit of one HTTP request in milliseconds; 0 means none. */
   readonly timeoutMs: number;
-  /** The HTTP layer: uWebSockets.js (falls back to node:http where its binary does not load) or node:http. */
+  /**
+   * The HTTP layer: `auto` (uWebSockets.js where its binary loads, node:http with a warning
+   * elsewhere), `uws` (uWebSockets.js or a start-up error) or `node` (node:http).
+   */
   readonly httpLayer: HttpLayer;
 }
 
-export type HttpLayer = "uws" | "node";
-export const HTTP_LAYERS: readonly HttpLayer[] = ["uws", "node"];
+export type HttpLayer = "auto" | "uws" | "node";
+export const HTTP_LAYERS: readonly HttpLayer[] = ["auto", "uws", "node"];
 
 /** Modules that hosted mode (API keys configured) always turns off. */
 export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm", "mnr"];
@@ -38,7 +41,7 @@ export const defaultRPCOptions: RPCOptions = {
   maxBatchSize: 1000,
   maxResponseBytes: 10 * 1024 * 1024,
   timeoutMs: 0,
-  httpLayer: "uws",
+  httpLayer: "auto",
 };
 
 /** The time limit hosted mode applies when none is configured. */

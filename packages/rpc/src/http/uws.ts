@@ -22,7 +22,7 @@ interface UwsApp {
   any(pattern: string, handler: (res: UwsResponse, req: UwsRequest) => void): UwsApp;
   listen(host: string, port: number, cb: (token: unknown) => void): UwsApp;
 }
-interface UwsModule {
+export interface UwsModule {
   App(): UwsApp;
   us_listen_socket_close(token: unknown): void;
   us_socket_local_port(token: unknown): number;
@@ -40,7 +40,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   500: "500 Internal Server Error",
 };
 
-/** uWebSockets.js as Ganache publishes it on npm (prebuilt for Node 16, 18 and 20). */
+/** uWebSockets.js as Ganache publishes it on npm (prebuilt for Node 16, 18 and 20 only). */
 const UWS_PACKAGE = "@trufflesuite/uws-js-unofficial";
 
 /**
