@@ -1,5 +1,6 @@
 export { Bucket, bucketKey } from "./db/buckets.js";
 export { Database, type WriteOp } from "./db/database.js";
+export { StateError, StateErrorCode } from "./errors.js";
 export { NodeCache } from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";
 export { orderedTrieRoot } from "./orderedTrie.js";

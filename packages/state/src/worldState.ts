@@ -2,7 +2,8 @@ import { Common, Mainnet } from "@ethereumjs/common";
 import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
 import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
-import type { Address } from "@nodex/types";
+import { type Address, bytesToUnprefixedHex } from "@nodex/types";
+import { StateError, StateErrorCode } from "./errors.js";
 import type { NodeStore } from "./nodeStore.js";
 
 /** keccak256 of the RLP of an empty trie: the root of a state or storage trie with nothing in it. */
@@ -54,7 +55,10 @@ export class WorldState {
     this.manager = manager;
   }
 
-  /** The state at `root` (the empty state when absent); throws when the root's nodes are missing. */
+  /**
+   * The state at `root` (the empty state when absent); throws `StateError` `STATE_ROOT_MISSING`
+   * when the root's nodes are missing.
+   */
   static async open(store: NodeStore, root?: Uint8Array): Promise<WorldState> {
     const trie: MerklePatriciaTrie = await createMPT({
       db: store,
@@ -63,8 +67,16 @@ export class WorldState {
       cacheSize: TRIE_NODE_CACHE,
     });
     if (root !== undefined) {
-      if (!(await trie.checkRoot(root)))
-        throw new Error(`state root ${Buffer.from(root).toString("hex")} is not in the database`);
+      if (!(await trie.checkRoot(root))) {
+        const hex = bytesToUnprefixedHex(root);
+        throw new StateError(
+          StateErrorCode.ROOT_MISSING,
+          `state root ${hex} is not in the database`,
+          {
+            root: hex,
+          },
+        );
+      }
       trie.root(root);
     }
     return new WorldState(

@@ -2,9 +2,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { verifyMerkleProof } from "@ethereumjs/mpt";
-import { type Address, bytesToHex, hexToBytes, keccak256 } from "@nodex/types";
+import { type Address, bytesToHex, hexToBytes, keccak256, NodexError } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Database, EMPTY_TRIE_ROOT, NodeStore, WorldState } from "../../src/index.js";
+import {
+  Database,
+  EMPTY_TRIE_ROOT,
+  NodeStore,
+  StateError,
+  StateErrorCode,
+  WorldState,
+} from "../../src/index.js";
 
 const ALICE = hexToBytes("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266") as Address;
 const TOKEN = hexToBytes("0x5fbdb2315678afecb367f032d93f642f64180aa3") as Address;
@@ -83,6 +90,14 @@ describe("WorldState on LevelDB", () => {
     expect(store.pendingCount).toBeGreaterThan(0);
     await expect(WorldState.open(new NodeStore(db), root)).rejects.toThrow(
       "is not in the database",
+    );
+    const err = await WorldState.open(new NodeStore(db), root).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StateError);
+    expect(err).toBeInstanceOf(NodexError);
+    expect((err as StateError).code).toBe(StateErrorCode.ROOT_MISSING);
+    expect((err as StateError).code).toBe("STATE_ROOT_MISSING");
+    expect((err as StateError).message).toBe(
+      `state root ${Buffer.from(root).toString("hex")} is not in the database`,
     );
     await db.write(store.takeWrites());
     expect(await (await WorldState.open(new NodeStore(db), root)).getBalance(ALICE)).toBe(5n);
