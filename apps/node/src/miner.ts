@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { targetToCompact, txid } from "@nodex/mergemining";
-import { bytesToHex, bytesToUnprefixedHex, hexToBytes } from "@nodex/types";
+import { bytesToHex, bytesToUnprefixedHex, hexToBytes, NodexError } from "@nodex/types";
 import type { WorkerMessage, WorkMessage } from "./minerWorker.js";
 
 /**
@@ -11,6 +11,20 @@ import type { WorkerMessage, WorkMessage } from "./minerWorker.js";
  * is a minimal one of its own (no Bitcoin network behind it): its proof of work counts only for
  * the Nodex chain.
  */
+
+export const MinerErrorCode = {
+  /** The node answered a JSON-RPC call with an error. */
+  RPC_ERROR: "MINER_RPC_ERROR",
+} as const;
+export type MinerErrorCode = (typeof MinerErrorCode)[keyof typeof MinerErrorCode];
+
+/** A call to the node that failed; the message reads `<method>: <node's message> (<code>)`. */
+export class MinerError extends NodexError<MinerErrorCode> {
+  constructor(code: MinerErrorCode, message: string, meta: Record<string, unknown> = {}) {
+    super(code, message, meta);
+    this.name = "MinerError";
+  }
+}
 
 export interface MinerOptions {
   /** The node's JSON-RPC URL (with the API key path when it has one). */
@@ -167,8 +181,13 @@ function rpcClient(url: string): RPC {
       result?: unknown;
       error?: { code: number; message: string };
     };
-    if (body.error !== undefined)
-      throw new Error(`${method}: ${body.error.message} (${body.error.code})`);
+    if (body.error !== undefined) {
+      throw new MinerError(
+        MinerErrorCode.RPC_ERROR,
+        `${method}: ${body.error.message} (${body.error.code})`,
+        { method, rpcCode: body.error.code },
+      );
+    }
     return body.result;
   };
 }

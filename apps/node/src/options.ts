@@ -1,7 +1,30 @@
 import { HTTP_LAYERS } from "@nodex/rpc";
-import { isNetworkName, LOG_LEVELS, MODULE_NAMES, NETWORK_NAMES } from "@nodex/types";
+import { isNetworkName, LOG_LEVELS, MODULE_NAMES, NETWORK_NAMES, NodexError } from "@nodex/types";
 
-/** How the text of one setting becomes its value; throws `Error` with the reason when it can't. */
+export const OptionErrorCode = {
+  /** The text is not a value of the setting's kind. */
+  INVALID_VALUE: "OPTION_INVALID_VALUE",
+  /** A number outside the setting's range. */
+  OUT_OF_RANGE: "OPTION_OUT_OF_RANGE",
+} as const;
+export type OptionErrorCode = (typeof OptionErrorCode)[keyof typeof OptionErrorCode];
+
+/**
+ * A setting's text that its parser refuses. The message is the reason alone (the caller names
+ * the flag, variable or file key); `meta.text` holds the text.
+ */
+export class OptionError extends NodexError<OptionErrorCode> {
+  constructor(code: OptionErrorCode, message: string, meta: Record<string, unknown> = {}) {
+    super(code, message, meta);
+    this.name = "OptionError";
+  }
+}
+
+function invalid(text: string, reason: string): OptionError {
+  return new OptionError(OptionErrorCode.INVALID_VALUE, reason, { text });
+}
+
+/** How a setting's text becomes its value; throws `OptionError` with the reason when it can't. */
 export type ValueParser = (text: string) => unknown;
 
 /** One setting of the node: its flag, environment variable and config-file key. */
@@ -25,9 +48,15 @@ export interface OptionDef {
 function integer(min: number, max: number, what: string): ValueParser {
   return (text) => {
     if (!/^\d+$/.test(text))
-      throw new Error(`${JSON.stringify(text)} is not ${what} (${min}-${max})`);
+      throw invalid(text, `${JSON.stringify(text)} is not ${what} (${min}-${max})`);
     const n = Number(text);
-    if (n < min || n > max) throw new Error(`${text} is out of range for ${what} (${min}-${max})`);
+    if (n < min || n > max) {
+      throw new OptionError(
+        OptionErrorCode.OUT_OF_RANGE,
+        `${text} is out of range for ${what} (${min}-${max})`,
+        { text, min, max },
+      );
+    }
     return n;
   };
 }
@@ -35,7 +64,7 @@ function integer(min: number, max: number, what: string): ValueParser {
 function oneOf(values: readonly string[]): ValueParser {
   return (text) => {
     if (!values.includes(text)) {
-      throw new Error(`${JSON.stringify(text)} is not one of ${values.join(", ")}`);
+      throw invalid(text, `${JSON.stringify(text)} is not one of ${values.join(", ")}`);
     }
     return text;
   };
@@ -61,7 +90,7 @@ export const OPTIONS: readonly OptionDef[] = [
     defaultText: "mainnet",
     parse: (text) => {
       if (!isNetworkName(text))
-        throw new Error(`${JSON.stringify(text)} is not one of ${NETWORK_NAMES.join(", ")}`);
+        throw invalid(text, `${JSON.stringify(text)} is not one of ${NETWORK_NAMES.join(", ")}`);
       return text;
     },
   },
@@ -73,7 +102,7 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "directory for the node's database and files",
     defaultText: "~/.nodex/<network>",
     parse: (text) => {
-      if (text.trim() === "") throw new Error("the directory is empty");
+      if (text.trim() === "") throw invalid(text, "the directory is empty");
       return text;
     },
   },
@@ -86,7 +115,7 @@ export const OPTIONS: readonly OptionDef[] = [
     defaultText: "127.0.0.1",
     parse: (text) => {
       if (!/^[A-Za-z0-9.:[\]-]+$/.test(text))
-        throw new Error(`${JSON.stringify(text)} is not a host name or address`);
+        throw invalid(text, `${JSON.stringify(text)} is not a host name or address`);
       return text;
     },
   },
@@ -119,8 +148,13 @@ export const OPTIONS: readonly OptionDef[] = [
     defaultText: "none (local mode)",
     list: true,
     parse: (text) => {
-      if (!API_KEY.test(text))
-        throw new Error("an API key is 8-128 characters of A-Z, a-z, 0-9, _ and -");
+      if (!API_KEY.test(text)) {
+        // No text in meta: a key is a secret, however malformed.
+        throw new OptionError(
+          OptionErrorCode.INVALID_VALUE,
+          "an API key is 8-128 characters of A-Z, a-z, 0-9, _ and -",
+        );
+      }
       return text;
     },
   },
@@ -134,7 +168,8 @@ export const OPTIONS: readonly OptionDef[] = [
     list: true,
     parse: (text) => {
       if (text !== "*" && !/^https?:\/\/[^\s/]+$/.test(text)) {
-        throw new Error(
+        throw invalid(
+          text,
           `${JSON.stringify(text)} is not an origin such as http://localhost:3000, or *`,
         );
       }
@@ -196,7 +231,7 @@ export const OPTIONS: readonly OptionDef[] = [
     defaultText: "the first development account on regtest and devnet, else the zero address",
     parse: (text) => {
       if (!ADDRESS.test(text))
-        throw new Error(`${JSON.stringify(text)} is not a 20-byte 0x-prefixed hex address`);
+        throw invalid(text, `${JSON.stringify(text)} is not a 20-byte 0x-prefixed hex address`);
       return text.toLowerCase();
     },
   },
@@ -232,7 +267,7 @@ export const OPTIONS: readonly OptionDef[] = [
     defaultText: "the network's (mainnet 7×10^15, testnet 550,000,000, regtest and devnet 1)",
     parse: (text) => {
       if (!/^[1-9]\d{0,30}$/.test(text))
-        throw new Error(`${JSON.stringify(text)} is not a difficulty (a positive integer)`);
+        throw invalid(text, `${JSON.stringify(text)} is not a difficulty (a positive integer)`);
       return BigInt(text);
     },
   },
@@ -282,7 +317,7 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "JSON file with settings, keyed as in the Config key column",
     defaultText: "none",
     parse: (text) => {
-      if (text.trim() === "") throw new Error("the file name is empty");
+      if (text.trim() === "") throw invalid(text, "the file name is empty");
       return text;
     },
   },
@@ -313,7 +348,8 @@ export interface CommandDef {
 }
 
 const BLOCK_NUMBER: ValueParser = (text) => {
-  if (!/^\d{1,19}$/.test(text)) throw new Error(`${JSON.stringify(text)} is not a block number`);
+  if (!/^\d{1,19}$/.test(text))
+    throw invalid(text, `${JSON.stringify(text)} is not a block number`);
   return BigInt(text);
 };
 
@@ -370,7 +406,7 @@ export const COMMANDS: readonly CommandDef[] = [
         description: "the node's JSON-RPC URL (default http://127.0.0.1:4444)",
         parse: (text) => {
           if (!/^https?:\/\/\S+$/.test(text))
-            throw new Error(`${JSON.stringify(text)} is not an http URL`);
+            throw invalid(text, `${JSON.stringify(text)} is not an http URL`);
           return text;
         },
       },
