@@ -1,6 +1,6 @@
 import type { CallRequest } from "@nodex/evm";
 import { CodecError, parseAddress, parseData, parseQuantity } from "@nodex/types";
-import { jsonType } from "./params.js";
+import { jsonType } from "./json.js";
 
 /**
  * Decodes a transaction call object (`eth_call`, `eth_estimateGas`): `from`, `to`, `gas`,

@@ -7,7 +7,7 @@ import {
   parseBlockNumberOrTag,
   parseHash,
 } from "@nodex/types";
-import { jsonType } from "./params.js";
+import { jsonType } from "./json.js";
 
 /** A log filter: which blocks, which emitters, which topics by position. */
 export interface LogFilter {

@@ -13,7 +13,10 @@ import {
   parseQuantity,
 } from "@nodex/types";
 import { parseCallObject } from "./callObject.js";
+import { jsonType } from "./json.js";
 import { type LogFilter, parseLogFilter } from "./logFilter.js";
+
+export { jsonType };
 
 /** One positional parameter: how to decode it, and whether it may be left out. */
 export interface ParamSpec<T> {
@@ -47,12 +50,6 @@ function parseString(value: unknown, arg: number): string {
   if (typeof value !== "string")
     throw new CodecError(arg, `expected a string, got ${jsonType(value)}`);
   return value;
-}
-
-export function jsonType(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "array";
-  return typeof value;
 }
 
 /** Parameter specs built on the codecs of `@nodex/types`. */

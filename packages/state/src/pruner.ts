@@ -2,8 +2,8 @@ import { RLP } from "@ethereumjs/rlp";
 import { bytesToHex } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
+import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import type { NodeCache } from "./nodeCache.js";
-import { EMPTY_TRIE_ROOT } from "./worldState.js";
 
 /** Deletes go to the database in batches of this many keys. */
 const DELETE_BATCH = 10_000;

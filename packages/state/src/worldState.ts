@@ -3,13 +3,11 @@ import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
 import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
 import { type Address, bytesToUnprefixedHex } from "@nodex/types";
+import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
 import type { NodeStore } from "./nodeStore.js";
 
-/** keccak256 of the RLP of an empty trie: the root of a state or storage trie with nothing in it. */
-export const EMPTY_TRIE_ROOT = Uint8Array.from(
-  Buffer.from("56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421", "hex"),
-);
+export { EMPTY_TRIE_ROOT };
 
 /**
  * The chain settings every state manager gets: without one, each makes its own (a tenth of a
