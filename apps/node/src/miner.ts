@@ -1,6 +1,12 @@
 import { Worker } from "node:worker_threads";
 import { targetToCompact, txid } from "@nodex/mergemining";
-import { bytesToHex, bytesToUnprefixedHex, hexToBytes, NodexError } from "@nodex/types";
+import {
+  bigintToBytesBE,
+  bytesToHex,
+  bytesToUnprefixedHex,
+  hexToBytes,
+  NodexError,
+} from "@nodex/types";
 import type { WorkerMessage, WorkMessage } from "./minerWorker.js";
 
 /**
@@ -129,7 +135,7 @@ export async function runMiner(opts: MinerOptions): Promise<MinerReport> {
         const rate = Math.round((hashesSinceReport * 1000) / (Date.now() - lastReport));
         opts.log(`hashrate ${rate} H/s (${workers.length} threads), ${accepted} blocks accepted`);
         await rpc("eth_submitHashrate", [
-          `0x${rate.toString(16).padStart(64, "0")}`,
+          bytesToHex(bigintToBytesBE(BigInt(rate), 32)),
           reporter,
         ]).catch(() => undefined);
         lastReport = Date.now();
