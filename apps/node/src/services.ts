@@ -1,8 +1,9 @@
 import { join } from "node:path";
-import { type Chain, MinerServer } from "@nodex/chain";
+import { type Chain, ChainReader } from "@nodex/chain";
 import type { Executor } from "@nodex/evm";
-import { Ledger, type RPCServices, type WalletService } from "@nodex/rpc";
-import { TxPool } from "@nodex/txpool";
+import { BlockProducer, MinerServer } from "@nodex/miner";
+import type { RPCServices, WalletService } from "@nodex/rpc";
+import { TxAdmission, TxPool } from "@nodex/txpool";
 import {
   type Address,
   deriveDevAccounts,
@@ -22,19 +23,29 @@ function devAddresses(network: NetworkPreset): readonly Address[] {
   return network.devAccounts ? deriveDevAccounts().map((a) => a.address) : [];
 }
 
+/** The node's parts below the RPC, wired to one chain. */
+export interface NodeCore {
+  readonly reader: ChainReader;
+  readonly admission: TxAdmission;
+  readonly producer: BlockProducer;
+  readonly miner: MinerServer;
+  readonly services: RPCServices;
+}
+
 /**
- * The services the RPC methods read. Until the p2p package exists the node has no peers.
- * Development networks seal a block per transaction received (or per interval); merged miners
- * get work and submit solutions on every network.
+ * Wires the node's core on `chain`: the chain reader, the pool and its one admission path,
+ * block production (automine, intervals, the evm_ controls, the pending block) and the work for
+ * merged miners, and the services the RPC methods read. Until the p2p package exists the node
+ * has no peers.
  */
-export function createServices(
+export function createCore(
   config: NodeConfig,
   chain: Chain,
   executor: Executor,
   logger: Logger,
   /** The node's accounts (dev accounts and the keystore); without it, the dev addresses only. */
   wallet?: WalletService,
-): RPCServices {
+): NodeCore {
   const { network } = config;
   let accounts: readonly Address[] | undefined;
   const listAccounts = () => {
@@ -47,23 +58,27 @@ export function createServices(
     coinbase ??= listAccounts()[0] ?? ZERO_ADDRESS;
     return coinbase;
   };
-  const ledger = new Ledger(chain, executor, {
+  const reader = new ChainReader(chain, executor, { coinbase: getCoinbase });
+  // Transactions users submitted survive a restart: the pool journals them here.
+  const pool = new TxPool({
+    chainId: network.chainId,
+    journalPath: join(config.datadir, "txpool.journal"),
+  });
+  const admission = new TxAdmission(reader, pool, logger.child({ module: "txpool" }));
+  const producer = new BlockProducer(chain, admission, {
     automine: network.devAccounts,
     mineInterval: config.mineInterval,
     coinbase: getCoinbase,
-    // The operator's own transactions survive a restart: the pool journals them here.
-    pool: new TxPool({
-      chainId: network.chainId,
-      journalPath: join(config.datadir, "txpool.journal"),
-    }),
+    logger: logger.child({ module: "producer" }),
   });
+  reader.setPendingSource(producer);
   const miner = new MinerServer(chain, {
     coinbase: getCoinbase,
-    transactions: () => ledger.pendingTransactions(),
-    transactionsVersion: () => ledger.pool.version,
+    transactions: () => producer.pendingTransactions(),
+    transactionsVersion: () => pool.version,
     logger: logger.child({ module: "miner" }),
   });
-  return {
+  const services: RPCServices = {
     network,
     clientVersion: clientVersion(),
     chain: {
@@ -85,7 +100,11 @@ export function createServices(
     },
     accounts: wallet ?? { list: listAccounts },
     ...(wallet === undefined ? {} : { wallet }),
-    ledger,
+    reader,
+    transactions: producer,
+    pool,
+    dev: producer,
     miner,
   };
+  return { reader, admission, producer, miner, services };
 }

@@ -5,6 +5,14 @@ export const ChainErrorCode = {
   CORRUPT: "CHAIN_CORRUPT",
   INVALID_BLOCK: "CHAIN_INVALID_BLOCK",
   NOT_FOUND: "CHAIN_NOT_FOUND",
+  /** A block a reader asked for by selector or hash is not in the chain (answered as -32602). */
+  UNKNOWN_BLOCK: "CHAIN_UNKNOWN_BLOCK",
+  /** A block asked for with `requireCanonical` is on a side branch (-32602). */
+  NOT_CANONICAL: "CHAIN_NOT_CANONICAL",
+  /** A block range whose start is after its end (-32602). */
+  INVALID_RANGE: "CHAIN_INVALID_RANGE",
+  /** A log query over a long range that matches more logs than the cap (-32012). */
+  LOGS_LIMIT: "CHAIN_LOGS_LIMIT",
   /** A miner's solution that cannot become a block (answered as -33000). */
   MINING_SUBMISSION: "CHAIN_MINING_SUBMISSION",
 } as const;

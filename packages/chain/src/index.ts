@@ -1,26 +1,40 @@
+export type { HeaderSource } from "./ancestry.js";
+export {
+  type ChainCacheSizes,
+  cumulativeDifficulty,
+  DEFAULT_CHAIN_CACHE_SIZES,
+  type StoredBlock,
+  type TransactionLocation,
+} from "./blockStore.js";
 export {
   type BlockSealer,
   type BlockTemplate,
   Chain,
   type ChainDeps,
-  cumulativeDifficulty,
   type ImportResult,
   type MinedBlock,
-  type MineOptions,
-  type RejectedTransaction,
-  type StoredBlock,
-  type TransactionLocation,
   UNSEALED,
 } from "./chain.js";
 export { ChainError, ChainErrorCode } from "./errors.js";
+export type { HeadChange } from "./forkChoice.js";
 export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis.js";
 export { mergedMiningRules, SYNTHETIC_SEALER } from "./mergedMining.js";
+export type { MineOptions, RejectedTransaction } from "./production.js";
 export {
-  type MergedMiningWork,
-  MinerServer,
-  type MinerServerOptions,
-  type SubmittedBlock,
-} from "./minerServer.js";
+  ChainReader,
+  type ChainReaderOptions,
+  DEFAULT_STATE_CACHE,
+  type FoundLog,
+  type IncludedReceipt,
+  type IncludedTransaction,
+  isPending,
+  isPendingTag,
+  LOGS_CAP,
+  LOGS_UNCAPPED_RANGE,
+  type LogQuery,
+  type PendingBlock,
+  type PendingSource,
+} from "./reader.js";
 export {
   type ConsensusRules,
   checkHeader,

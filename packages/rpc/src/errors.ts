@@ -1,4 +1,6 @@
 import { ChainErrorCode } from "@nodex/chain";
+import { MinerErrorCode } from "@nodex/miner";
+import { TxPoolErrorCode } from "@nodex/txpool";
 import { CodecErrorCode, DecodeErrorCode, NodexError, TransactionErrorCode } from "@nodex/types";
 import { WalletErrorCode } from "./wallet.js";
 
@@ -42,7 +44,17 @@ export class RPCError extends Error {
   }
 }
 
-/** Domain error codes (from any package) and the JSON-RPC code each one is answered with. */
+/** Every refusal of the pool is -32010 with its reason, but another chain's id is a bad parameter. */
+const poolCodes = Object.fromEntries(
+  Object.values(TxPoolErrorCode)
+    .filter((code) => code !== TxPoolErrorCode.INVALID_OPTION)
+    .map((code) => [code, RPCErrorCode.TRANSACTION_REJECTED]),
+);
+
+/**
+ * Domain error codes (from any package) and the JSON-RPC code each one is answered with: the
+ * one place a domain error becomes a JSON-RPC error. A code missing here is answered as -32603.
+ */
 const domainCodes: Readonly<Record<string, number>> = {
   [CodecErrorCode.INVALID_ARGUMENT]: RPCErrorCode.INVALID_PARAMS,
   [DecodeErrorCode.INVALID_RLP]: RPCErrorCode.INVALID_PARAMS,
@@ -50,6 +62,15 @@ const domainCodes: Readonly<Record<string, number>> = {
   [TransactionErrorCode.INVALID_SIGNATURE]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.STATE_MISSING]: RPCErrorCode.SERVER_ERROR,
   [ChainErrorCode.MINING_SUBMISSION]: RPCErrorCode.MINING_SUBMISSION_FAILED,
+  [ChainErrorCode.UNKNOWN_BLOCK]: RPCErrorCode.INVALID_PARAMS,
+  [ChainErrorCode.NOT_CANONICAL]: RPCErrorCode.INVALID_PARAMS,
+  [ChainErrorCode.INVALID_RANGE]: RPCErrorCode.INVALID_PARAMS,
+  [ChainErrorCode.LOGS_LIMIT]: RPCErrorCode.LOGS_LIMIT,
+  ...poolCodes,
+  [TxPoolErrorCode.CHAIN_ID_MISMATCH]: RPCErrorCode.INVALID_PARAMS,
+  [MinerErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,
+  [MinerErrorCode.INVALID_TIMESTAMP]: RPCErrorCode.INVALID_PARAMS,
+  [MinerErrorCode.TRANSACTION_REJECTED]: RPCErrorCode.TRANSACTION_REJECTED,
   // Wallet failures: geth's -32000 (unknown, locked accounts, wrong passphrase, unreadable file).
   [WalletErrorCode.UNKNOWN_ACCOUNT]: RPCErrorCode.SERVER_ERROR,
   [WalletErrorCode.LOCKED]: RPCErrorCode.SERVER_ERROR,

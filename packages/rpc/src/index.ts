@@ -6,12 +6,6 @@ export { HttpApp } from "./http/app.js";
 export { chooseTransport } from "./http/index.js";
 export { createNodeHttpTransport } from "./http/nodeHttp.js";
 export type { HttpTransport, HttpTransportFactory } from "./http/transport.js";
-export {
-  type IncludedReceipt,
-  type IncludedTransaction,
-  Ledger,
-  type LedgerOptions,
-} from "./ledger.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
 export {
   defaultRPCOptions,
@@ -39,15 +33,20 @@ export { createRPCServer } from "./server.js";
 export type {
   AccountsView,
   CallContext,
+  ChainReaderService,
   ChainView,
+  DevControls,
   EthWork,
   MinerService,
   MinerWork,
   MiningView,
   PeersView,
+  PoolView,
   RPCServices,
+  StateView,
   SubmittedBlockInfo,
   SyncStatus,
+  TransactionService,
   WalletService,
 } from "./services.js";
 export { WalletError, WalletErrorCode } from "./wallet.js";

@@ -44,22 +44,19 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const rpc = rpcModule(() =>
     Object.fromEntries((registry?.enabledModules() ?? []).map((name) => [name, MODULE_VERSION])),
   );
-  const ledger = deps.services.ledger;
-  const chainModules =
-    ledger === undefined
-      ? []
-      : [
-          ethChainModule(ledger),
-          nodexChainModule(ledger),
-          ...txpoolModules(ledger),
-          // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
-          evmModule(ledger),
-        ];
-  const miner = deps.services.miner;
+  const { reader, transactions, pool, dev, miner, wallet } = deps.services;
+  const chainModules: ModuleDefinition[] = [];
+  if (reader !== undefined)
+    chainModules.push(ethChainModule(reader, transactions), nodexChainModule(reader));
+  if (pool !== undefined) chainModules.push(...txpoolModules(pool));
+  // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
+  if (dev !== undefined) chainModules.push(evmModule(dev));
   if (miner !== undefined) chainModules.push(...miningModules(miner));
-  const wallet = deps.services.wallet;
-  if (wallet !== undefined)
-    chainModules.push(ethAccountsModule(wallet, ledger), personalModule(wallet, ledger));
+  if (wallet !== undefined) {
+    const node =
+      reader === undefined || transactions === undefined ? undefined : { reader, transactions };
+    chainModules.push(ethAccountsModule(wallet, node), personalModule(wallet, node));
+  }
   registry = new MethodRegistry(
     [...builtinModules, ...chainModules, rpc, ...(deps.modules ?? [])],
     {

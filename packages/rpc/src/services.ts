@@ -1,5 +1,19 @@
-import type { Address, NetworkPreset, SignedTransaction, UnsignedTransaction } from "@nodex/types";
-import type { Ledger } from "./ledger.js";
+import type {
+  FoundLog,
+  IncludedReceipt,
+  IncludedTransaction,
+  LogQuery,
+  StoredBlock,
+} from "@nodex/chain";
+import type { CallOutcome, CallRequest } from "@nodex/evm";
+import type { WorldState } from "@nodex/state";
+import type {
+  Address,
+  BlockSelector,
+  NetworkPreset,
+  SignedTransaction,
+  UnsignedTransaction,
+} from "@nodex/types";
 
 /** The chain as the RPC methods see it. */
 export interface ChainView {
@@ -7,6 +21,66 @@ export interface ChainView {
   blockNumber(): bigint;
   /** A gas price that gets a transaction included in the next block, in wei. */
   gasPrice(): bigint;
+}
+
+/** What the state methods read of the state after a block. */
+export type StateView = Pick<
+  WorldState,
+  "getBalance" | "getNonce" | "getCode" | "getStorage" | "getProof"
+>;
+
+/**
+ * Reading the chain: selectors resolved (`pending`, `safe`, `finalized` included), the state
+ * after a block, calls and estimates on it, transactions, receipts and logs. The chain
+ * package's `ChainReader` implements it. A selector naming no block throws a domain error
+ * (answered as -32602).
+ */
+export interface ChainReaderService {
+  /** The block a selector names, or `null` when there is none. */
+  resolve(selector: BlockSelector): Promise<StoredBlock | null>;
+  /** A stored block by hash, canonical or not. */
+  blockByHash(hash: Uint8Array): Promise<StoredBlock | null>;
+  state(selector: BlockSelector): Promise<StateView>;
+  /** For `pending`, counting the account's waiting transactions. */
+  nonce(address: Address, selector: BlockSelector): Promise<bigint>;
+  call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome>;
+  estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint>;
+  /** In chain order; throws a domain error past the spec's limits. */
+  getLogs(query: LogQuery): Promise<FoundLog[]>;
+  transaction(hash: Uint8Array): Promise<IncludedTransaction | null>;
+  receipt(hash: Uint8Array): Promise<IncludedReceipt | null>;
+  /** A transaction waiting in the pool (pending or queued). */
+  pendingTransaction(hash: Uint8Array): SignedTransaction | undefined;
+}
+
+/**
+ * Signed transactions into the node: the pool's one admission path, then (on development
+ * networks with automine) a block. `local`: submitted by a user of this node, kept across
+ * restarts.
+ */
+export interface TransactionService {
+  sendTransaction(raw: Uint8Array, opts: { local?: boolean }): Promise<Uint8Array>;
+}
+
+/** The pool's content as the `txpool_` methods show it. */
+export interface PoolView {
+  /** Pending and queued transactions by sender (lowercase 0x hex), each in nonce order. */
+  content(): {
+    pending: ReadonlyMap<string, readonly SignedTransaction[]>;
+    queued: ReadonlyMap<string, readonly SignedTransaction[]>;
+  };
+  status(): { pending: number; queued: number };
+}
+
+/** The development controls behind the `evm_` methods (the miner package's `BlockProducer`). */
+export interface DevControls {
+  snapshot(): bigint;
+  revert(id: bigint): Promise<boolean>;
+  reset(): Promise<void>;
+  /** The total offset in seconds. */
+  increaseTime(seconds: bigint): bigint;
+  mineBlock(timestamp?: bigint): Promise<unknown>;
+  setMining(on: boolean): Promise<void>;
 }
 
 /** Sync progress, or `false` when the node is not syncing. */
@@ -139,8 +213,14 @@ export interface RPCServices {
   readonly accounts: AccountsView;
   /** The node's keys; `eth_sign`, `eth_sendTransaction` and `personal_*` are served when present. */
   readonly wallet?: WalletService;
-  /** Blocks, state, transactions and calls; the chain methods are served when it is present. */
-  readonly ledger?: Ledger;
+  /** Blocks, state, transactions, logs and calls; the chain methods are served when present. */
+  readonly reader?: ChainReaderService;
+  /** `eth_sendRawTransaction` (and the wallet's sends) are served when present. */
+  readonly transactions?: TransactionService;
+  /** The `txpool_` methods and `eth_pendingTransactions` are served when present. */
+  readonly pool?: PoolView;
+  /** The `evm_` methods are served when present (and the module is enabled). */
+  readonly dev?: DevControls;
   /** Merged-mining work and submissions; the `mnr_` and work methods are served when present. */
   readonly miner?: MinerService;
 }

@@ -52,3 +52,12 @@ export class TxPoolError extends NodexError<TxPoolErrorCode> {
     this.name = "TxPoolError";
   }
 }
+
+/** A transaction signed for another chain: the pool's one chain-id rule and its one error. */
+export function chainIdMismatch(txChainId: number, chainId: number): TxPoolError {
+  return new TxPoolError(
+    TxPoolErrorCode.CHAIN_ID_MISMATCH,
+    `invalid chain id: transaction signed for chain ${txChainId}, this network is ${chainId}`,
+    { txChainId, chainId },
+  );
+}

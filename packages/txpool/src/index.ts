@@ -1,4 +1,5 @@
-export { TxPoolError, TxPoolErrorCode } from "./errors.js";
+export { type Admitted, TxAdmission } from "./admission.js";
+export { chainIdMismatch, TxPoolError, TxPoolErrorCode } from "./errors.js";
 export { JOURNAL_HEADER } from "./journal.js";
 export type { TxPoolOptions } from "./options.js";
 export { defaultTxPoolOptions, REFERENCE_GAS_PRICE_BUMP_PERCENT } from "./options.js";

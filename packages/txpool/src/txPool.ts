@@ -1,6 +1,6 @@
 import { intrinsicGas } from "@nodex/evm";
 import { type Address, bytesToHex, decodeTransaction, type SignedTransaction } from "@nodex/types";
-import { TxPoolError, TxPoolErrorCode } from "./errors.js";
+import { chainIdMismatch, TxPoolError, TxPoolErrorCode } from "./errors.js";
 import { readJournal, writeJournal } from "./journal.js";
 import { type ResolvedTxPoolOptions, resolveTxPoolOptions, type TxPoolOptions } from "./options.js";
 
@@ -339,13 +339,8 @@ export class TxPool {
 
   /** The checks that need no state. */
   #checkStatic(tx: SignedTransaction, head: PoolHead): void {
-    if (tx.chainId !== undefined && tx.chainId !== this.#opts.chainId) {
-      throw new TxPoolError(
-        TxPoolErrorCode.CHAIN_ID_MISMATCH,
-        `invalid chain id: tx ${tx.chainId}, node ${this.#opts.chainId}`,
-        { txChainId: tx.chainId, chainId: this.#opts.chainId },
-      );
-    }
+    if (tx.chainId !== undefined && tx.chainId !== this.#opts.chainId)
+      throw chainIdMismatch(tx.chainId, this.#opts.chainId);
     if (tx.gasPrice < head.minimumGasPrice) {
       throw new TxPoolError(
         TxPoolErrorCode.GAS_PRICE_TOO_LOW,

@@ -176,7 +176,7 @@ describe("blocks without proofs", () => {
   });
 });
 
-describe("Chain.onNewHead", () => {
+describe("Chain.onHeadChange", () => {
   it("tells listeners of each new head: built, imported, reorganized, rewound; not of side blocks", async () => {
     const a = await newChain();
     const c = await newChain();
@@ -184,7 +184,7 @@ describe("Chain.onNewHead", () => {
     const branchC = await mineBlocks(c, 2, carol!.address, 1n, 2_000n);
     const node = await newChain();
     const heads: bigint[] = [];
-    const stop = node.onNewHead((head) => heads.push(head.block.header.number));
+    const stop = node.onHeadChange(({ head }) => heads.push(head.block.header.number));
     await node.importBlock(branchA[0]!);
     await node.importBlock(branchC[0]!); // a side block: no new head
     await node.importBlock(branchC[1]!); // reorganization
@@ -193,6 +193,54 @@ describe("Chain.onNewHead", () => {
     stop();
     await node.mine([], { coinbase: MINER, timestamp: 3_001n });
     expect(heads).toEqual([1n, 2n, 3n, 1n]);
+  });
+
+  it("carries the blocks that left and joined the canonical chain, in chain order", async () => {
+    const a = await newChain();
+    const c = await newChain();
+    const branchA = await mineBlocks(a, 2, bob!.address, 1n, 1_000n);
+    const branchC = await mineBlocks(c, 4, carol!.address, 1n, 2_000n);
+    const node = await newChain();
+    const changes: { removed: string[]; added: string[]; head: string }[] = [];
+    node.onHeadChange((change) =>
+      changes.push({
+        head: bytesToHex(change.head.hash),
+        removed: change.removed.map((b) => bytesToHex(b.hash)),
+        added: change.added.map((b) => bytesToHex(b.hash)),
+      }),
+    );
+    for (const block of [...branchA, ...branchC]) await node.importBlock(block);
+    const hashes = (blocks: Block[]) => blocks.map((b) => bytesToHex(headerHash(b.header)));
+    const [a1, a2] = hashes(branchA);
+    // Two blocks on the empty chain: each joins alone.
+    expect(changes.slice(0, 2)).toEqual([
+      { head: a1, removed: [], added: [a1] },
+      { head: a2, removed: [], added: [a2] },
+    ]);
+    // Then the heavier branch: one change takes out A's blocks, lowest first, and puts in the
+    // other branch from the common ancestor's child up; any later blocks join one by one.
+    const reorg = changes.slice(2);
+    expect(reorg[0]!.removed).toEqual([a1, a2]);
+    expect(reorg.slice(1).every((c) => c.removed.length === 0)).toBe(true);
+    expect(reorg.flatMap((c) => c.added)).toEqual(hashes(branchC));
+    expect(reorg.at(-1)!.head).toBe(hashes(branchC).at(-1));
+    expect(bytesToHex(node.head.hash)).toBe(hashes(branchC).at(-1));
+  });
+
+  it("a rewind carries the blocks it removed, lowest first, and none added", async () => {
+    const node = await newChain();
+    const mined = [];
+    for (let i = 0n; i < 3n; i++)
+      mined.push(await node.mine([], { coinbase: MINER, timestamp: 1_000n + i }));
+    const changes: { removed: bigint[]; added: bigint[] }[] = [];
+    node.onHeadChange((change) =>
+      changes.push({
+        removed: change.removed.map((b) => b.block.header.number),
+        added: change.added.map((b) => b.block.header.number),
+      }),
+    );
+    await node.rewindTo(1n);
+    expect(changes).toEqual([{ removed: [2n, 3n], added: [] }]);
   });
 });
 

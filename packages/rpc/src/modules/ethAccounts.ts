@@ -1,10 +1,14 @@
 import { type Address, CodecError, parseQuantity, type UnsignedTransaction } from "@nodex/types";
 import { parseCallObject } from "../callObject.js";
-import type { Ledger } from "../ledger.js";
 import { type ParamSpec, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
-import type { ChainView, WalletService } from "../services.js";
+import type {
+  ChainReaderService,
+  ChainView,
+  TransactionService,
+  WalletService,
+} from "../services.js";
 import { WalletError, WalletErrorCode } from "../wallet.js";
 
 /** `eth_sendTransaction`'s gas when the object gives none (the spec's default). */
@@ -47,14 +51,20 @@ export const sendRequest: ParamSpec<SendRequest> = {
   defaultValue: undefined,
 };
 
+/** What sending from the wallet needs of the node: the pending nonce and the way in. */
+export interface WalletNode {
+  readonly reader: ChainReaderService;
+  readonly transactions: TransactionService;
+}
+
 /** Fills the defaults (gas 90000, the node's gas price, the pending nonce), signs and sends. */
 export async function sendFromWallet(
-  deps: { ledger: Ledger; wallet: WalletService; chain: ChainView; chainId: number },
+  deps: WalletNode & { wallet: WalletService; chain: ChainView; chainId: number },
   req: SendRequest,
   passphrase?: string,
 ): Promise<Uint8Array> {
   const tx: UnsignedTransaction = {
-    nonce: req.nonce ?? (await deps.ledger.nonce(req.from, PENDING)),
+    nonce: req.nonce ?? (await deps.reader.nonce(req.from, PENDING)),
     gasPrice: req.gasPrice ?? deps.chain.gasPrice(),
     gasLimit: req.gas ?? DEFAULT_SEND_GAS,
     to: req.to,
@@ -62,7 +72,7 @@ export async function sendFromWallet(
     data: req.data ?? new Uint8Array(),
   };
   const signed = await deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
-  return deps.ledger.sendRawTransaction(signed.raw, { local: true });
+  return deps.transactions.sendTransaction(signed.raw, { local: true });
 }
 
 /** The hosted endpoint holds no keys: every account is unknown there. */
@@ -72,8 +82,8 @@ export function noKeysWhenHosted(hosted: boolean, address: Address): void {
   }
 }
 
-/** `eth_sign` and (with a ledger) `eth_sendTransaction`, served from the node's wallet. */
-export function ethAccountsModule(wallet: WalletService, ledger: Ledger | undefined) {
+/** `eth_sign` and (with the chain) `eth_sendTransaction`, served from the node's wallet. */
+export function ethAccountsModule(wallet: WalletService, node: WalletNode | undefined) {
   const methods = {
     sign: method({
       params: [p.address, p.data],
@@ -83,7 +93,7 @@ export function ethAccountsModule(wallet: WalletService, ledger: Ledger | undefi
         return wallet.signMessage(address, message);
       },
     }),
-    ...(ledger === undefined
+    ...(node === undefined
       ? {}
       : {
           sendTransaction: method({
@@ -91,7 +101,7 @@ export function ethAccountsModule(wallet: WalletService, ledger: Ledger | undefi
             result: r.data,
             handler: ({ chain, network }, [req], { hosted }) => {
               noKeysWhenHosted(hosted, req.from);
-              return sendFromWallet({ ledger, wallet, chain, chainId: network.chainId }, req);
+              return sendFromWallet({ ...node, wallet, chain, chainId: network.chainId }, req);
             },
           }),
         }),

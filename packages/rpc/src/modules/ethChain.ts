@@ -1,29 +1,29 @@
-import type { StoredBlock } from "@nodex/chain";
+import { type FoundLog, isPending, type StoredBlock } from "@nodex/chain";
 import { BlockTag, bytesToHex, headerHash } from "@nodex/types";
+import { LRUCache } from "lru-cache";
 import { RPCError, RPCErrorCode } from "../errors.js";
-import { type FoundLog, isPending, type Ledger } from "../ledger.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { RawJson, r } from "../results.js";
+import type { ChainReaderService, TransactionService } from "../services.js";
 import { formatBlock, formatLog, formatProof, formatReceipt, formatTransaction } from "./format.js";
 
 /** Block objects by hash and form: a block never changes once it has its hash. */
 class BlockJsonCache {
-  readonly #entries = new Map<string, Record<string, unknown>>();
+  readonly #entries = new LRUCache<string, Record<string, unknown>>({ max: BLOCK_JSON_CACHE });
 
   get(found: StoredBlock, full: boolean): Record<string, unknown> {
     const key = `${bytesToHex(found.hash)}${full ? "+" : "-"}`;
     let json = this.#entries.get(key);
     if (json === undefined) {
       json = formatBlock(found, full);
-      if (this.#entries.size >= BLOCK_JSON_CACHE)
-        this.#entries.delete(this.#entries.keys().next().value as string);
       this.#entries.set(key, json);
     }
     return json;
   }
 }
 
+/** Block objects kept serialized (by hash and form). */
 const BLOCK_JSON_CACHE = 256;
 
 /**
@@ -81,8 +81,11 @@ function uncleAt(found: StoredBlock, index: bigint): Record<string, unknown> | n
 const LATEST = { kind: "tag", tag: BlockTag.LATEST } as const;
 const REVERT_PREFIX = "VM Exception while processing transaction: ";
 
-/** The chain methods of the eth module, served from a `Ledger`. */
-export function ethChainModule(ledger: Ledger) {
+/**
+ * The chain methods of the eth module, served from the chain reader; `eth_sendRawTransaction`
+ * when the node takes transactions.
+ */
+export function ethChainModule(reader: ChainReaderService, transactions?: TransactionService) {
   const stateAt = p.optional(p.blockSelector, LATEST);
   const blocks = new BlockJsonCache();
   const logJson = new LogJsonCache();
@@ -90,17 +93,17 @@ export function ethChainModule(ledger: Ledger) {
     getBalance: method({
       params: [p.address, stateAt],
       result: r.quantity,
-      handler: async (_s, [address, block]) => (await ledger.state(block)).getBalance(address),
+      handler: async (_s, [address, block]) => (await reader.state(block)).getBalance(address),
     }),
     getTransactionCount: method({
       params: [p.address, stateAt],
       result: r.quantity,
-      handler: (_s, [address, block]) => ledger.nonce(address, block),
+      handler: (_s, [address, block]) => reader.nonce(address, block),
     }),
     getCode: method({
       params: [p.address, stateAt],
       result: r.data,
-      handler: async (_s, [address, block]) => (await ledger.state(block)).getCode(address),
+      handler: async (_s, [address, block]) => (await reader.state(block)).getCode(address),
     }),
     getStorageAt: method({
       params: [p.address, p.storageSlot, stateAt],
@@ -109,14 +112,14 @@ export function ethChainModule(ledger: Ledger) {
         const slot = new Uint8Array(32);
         let n = position;
         for (let i = 31; i >= 0 && n > 0n; i--, n >>= 8n) slot[i] = Number(n & 0xffn);
-        return (await ledger.state(block)).getStorage(address, slot);
+        return (await reader.state(block)).getStorage(address, slot);
       },
     }),
     getBlockByNumber: method({
       params: [p.blockNumberOrTag, p.optional(p.boolean, false)],
       result: r.json,
       handler: async (_s, [block, full]) => {
-        const found = await ledger.resolve(block);
+        const found = await reader.resolve(block);
         if (found === null) return null;
         return isPending(found) ? formatBlock(found, full) : blocks.get(found, full);
       },
@@ -125,78 +128,77 @@ export function ethChainModule(ledger: Ledger) {
       params: [p.hash, p.optional(p.boolean, false)],
       result: r.json,
       handler: async (_s, [hash, full]) => {
-        const found = await ledger.chain.getBlockByHash(hash);
-        return found === undefined ? null : blocks.get(found, full);
+        const found = await reader.blockByHash(hash);
+        return found === null ? null : blocks.get(found, full);
       },
     }),
     getBlockTransactionCountByNumber: method({
       params: [p.blockNumberOrTag],
       result: r.nullable(r.quantity),
       handler: async (_s, [block]) =>
-        (await ledger.resolve(block))?.block.transactions.length ?? null,
+        (await reader.resolve(block))?.block.transactions.length ?? null,
     }),
     getBlockTransactionCountByHash: method({
       params: [p.hash],
       result: r.nullable(r.quantity),
       handler: async (_s, [hash]) =>
-        (await ledger.chain.getBlockByHash(hash))?.block.transactions.length ?? null,
+        (await reader.blockByHash(hash))?.block.transactions.length ?? null,
     }),
     getTransactionByBlockHashAndIndex: method({
       params: [p.hash, p.quantity],
       result: r.json,
       handler: async (_s, [hash, index]) => {
-        const found = await ledger.chain.getBlockByHash(hash);
-        return found === undefined ? null : transactionAt(found, index);
+        const found = await reader.blockByHash(hash);
+        return found === null ? null : transactionAt(found, index);
       },
     }),
     getTransactionByBlockNumberAndIndex: method({
       params: [p.blockNumberOrTag, p.quantity],
       result: r.json,
       handler: async (_s, [block, index]) => {
-        const found = await ledger.resolve(block);
+        const found = await reader.resolve(block);
         return found === null ? null : transactionAt(found, index);
       },
     }),
     getUncleCountByBlockHash: method({
       params: [p.hash],
       result: r.nullable(r.quantity),
-      handler: async (_s, [hash]) =>
-        (await ledger.chain.getBlockByHash(hash))?.block.uncles.length ?? null,
+      handler: async (_s, [hash]) => (await reader.blockByHash(hash))?.block.uncles.length ?? null,
     }),
     getUncleCountByBlockNumber: method({
       params: [p.blockNumberOrTag],
       result: r.nullable(r.quantity),
-      handler: async (_s, [block]) => (await ledger.resolve(block))?.block.uncles.length ?? null,
+      handler: async (_s, [block]) => (await reader.resolve(block))?.block.uncles.length ?? null,
     }),
     getUncleByBlockHashAndIndex: method({
       params: [p.hash, p.quantity],
       result: r.json,
       handler: async (_s, [hash, index]) => {
-        const found = await ledger.chain.getBlockByHash(hash);
-        return found === undefined ? null : uncleAt(found, index);
+        const found = await reader.blockByHash(hash);
+        return found === null ? null : uncleAt(found, index);
       },
     }),
     getUncleByBlockNumberAndIndex: method({
       params: [p.blockNumberOrTag, p.quantity],
       result: r.json,
       handler: async (_s, [block, index]) => {
-        const found = await ledger.resolve(block);
+        const found = await reader.resolve(block);
         return found === null ? null : uncleAt(found, index);
       },
     }),
     getProof: method({
-      params: [p.address, p.storageKeys, p.blockNumberOrTag],
+      params: [p.address, p.storageKeys, stateAt],
       result: r.json,
       handler: async (_s, [address, keys, block]) =>
-        formatProof(await (await ledger.state(block)).getProof(address, keys)),
+        formatProof(await (await reader.state(block)).getProof(address, keys)),
     }),
     getTransactionByHash: method({
       params: [p.hash],
       result: r.json,
       handler: async (_s, [hash]) => {
-        const found = await ledger.transaction(hash);
+        const found = await reader.transaction(hash);
         if (found !== null) return formatTransaction(found.tx, found.block, found.index);
-        const pending = ledger.pendingTransaction(hash);
+        const pending = reader.pendingTransaction(hash);
         return pending === undefined ? null : formatTransaction(pending, undefined, 0);
       },
     }),
@@ -204,7 +206,7 @@ export function ethChainModule(ledger: Ledger) {
       params: [p.hash],
       result: r.json,
       handler: async (_s, [hash]) => {
-        const found = await ledger.receipt(hash);
+        const found = await reader.receipt(hash);
         return found === null ? null : formatReceipt(found);
       },
     }),
@@ -212,7 +214,7 @@ export function ethChainModule(ledger: Ledger) {
       params: [p.callObject, stateAt],
       result: r.data,
       handler: async (_s, [req, block]) => {
-        const out = await ledger.call(req, block);
+        const out = await reader.call(req, block);
         if (out.success) return out.returnValue;
         const data = out.returnValue.length > 0 ? bytesToHex(out.returnValue) : undefined;
         const why =
@@ -227,19 +229,24 @@ export function ethChainModule(ledger: Ledger) {
     getLogs: method({
       params: [p.logFilter],
       result: r.raw,
-      handler: async (_s, [filter]) => logJson.serialize(await ledger.getLogs(filter)),
+      handler: async (_s, [filter]) => logJson.serialize(await reader.getLogs(filter)),
     }),
     estimateGas: method({
       params: [p.callObject, stateAt],
       result: r.quantity,
-      handler: (_s, [req, block]) => ledger.estimateGas(req, block),
+      handler: (_s, [req, block]) => reader.estimateGas(req, block),
     }),
-    // Every network: into the pool; development networks mine it (automine), elsewhere the
-    // blocks built for merged miners take it.
-    sendRawTransaction: method({
-      params: [p.data],
-      result: r.data,
-      handler: (_s, [raw]) => ledger.sendRawTransaction(raw),
-    }),
+    // Every network: into the pool (a user's transaction, kept across restarts, as geth keeps
+    // its RPC's); development networks mine it (automine), elsewhere the blocks built for
+    // merged miners take it.
+    ...(transactions === undefined
+      ? {}
+      : {
+          sendRawTransaction: method({
+            params: [p.data],
+            result: r.data,
+            handler: (_s, [raw]) => transactions.sendTransaction(raw, { local: true }),
+          }),
+        }),
   });
 }

@@ -1,8 +1,8 @@
 import { CodecError, encodeQuantity, parseQuantity } from "@nodex/types";
-import type { Ledger } from "../ledger.js";
 import { jsonType } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
+import type { DevControls } from "../services.js";
 
 /**
  * A count of seconds or an id as test frameworks send it: a JSON number, a QUANTITY, or a
@@ -51,32 +51,32 @@ const mineTimestamp = {
 };
 
 /** The development methods of the evm module (regtest and devnet), answered as the reference node answers them. */
-export function evmModule(ledger: Ledger) {
+export function evmModule(dev: DevControls) {
   return defineModule("evm", {
-    snapshot: method({ params: [], result: r.quantity, handler: () => ledger.snapshot() }),
+    snapshot: method({ params: [], result: r.quantity, handler: () => dev.snapshot() }),
     revert: method({
       params: [flexibleInteger("snapshot id")],
       result: r.boolean,
-      handler: (_s, [id]) => ledger.revert(id),
+      handler: (_s, [id]) => dev.revert(id),
     }),
     reset: method({
       params: [],
       result: r.json,
       handler: async () => {
-        await ledger.reset();
+        await dev.reset();
         return null;
       },
     }),
     increaseTime: method({
       params: [flexibleInteger("seconds")],
       result: (offset: bigint) => encodeQuantity(offset),
-      handler: (_s, [seconds]) => ledger.increaseTime(seconds),
+      handler: (_s, [seconds]) => dev.increaseTime(seconds),
     }),
     mine: method({
       params: [mineTimestamp],
       result: r.json,
       handler: async (_s, [timestamp]) => {
-        await ledger.mineBlock(timestamp);
+        await dev.mineBlock(timestamp);
         return null;
       },
     }),
@@ -84,7 +84,7 @@ export function evmModule(ledger: Ledger) {
       params: [],
       result: r.json,
       handler: async () => {
-        await ledger.setMining(true);
+        await dev.setMining(true);
         return null;
       },
     }),
@@ -92,7 +92,7 @@ export function evmModule(ledger: Ledger) {
       params: [],
       result: r.json,
       handler: async () => {
-        await ledger.setMining(false);
+        await dev.setMining(false);
         return null;
       },
     }),

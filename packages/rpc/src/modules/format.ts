@@ -1,4 +1,4 @@
-import type { StoredBlock } from "@nodex/chain";
+import { type FoundLog, type IncludedReceipt, isPending, type StoredBlock } from "@nodex/chain";
 import { forkDetectionDataFromCoinbase } from "@nodex/mergemining";
 import type { StateProof } from "@nodex/state";
 import {
@@ -13,7 +13,6 @@ import {
   type SignedTransaction,
   withForkDetectionData,
 } from "@nodex/types";
-import { type FoundLog, type IncludedReceipt, isPending } from "../ledger.js";
 
 const ZERO_NONCE = "0x0000000000000000";
 const ZERO_HASH = `0x${"00".repeat(32)}`;
@@ -73,7 +72,10 @@ function formatHeaderFields(header: BlockHeader, hash: Uint8Array): Record<strin
   };
 }
 
-/** The spec's transaction object; `block` absent for a pending transaction. */
+/**
+ * The spec's transaction object; `block` absent for a pending transaction. `blockTimestamp`
+ * (the execution-apis field) is the including block's time, `null` while pending.
+ */
 export function formatTransaction(
   tx: SignedTransaction,
   block: StoredBlock | undefined,
@@ -85,6 +87,7 @@ export function formatTransaction(
     blockHash: block === undefined ? null : bytesToHex(block.hash),
     blockNumber: block === undefined ? null : encodeQuantity(block.block.header.number),
     transactionIndex: block === undefined ? null : encodeQuantity(index),
+    blockTimestamp: block === undefined ? null : encodeQuantity(block.block.header.timestamp),
     from: bytesToHex(tx.from),
     to: tx.to === null ? null : bytesToHex(tx.to),
     gas: encodeQuantity(tx.gasLimit),

@@ -1,10 +1,9 @@
 import { type Address, CodecError, hexToBytes, parseQuantity } from "@nodex/types";
-import type { Ledger } from "../ledger.js";
 import { jsonType, type ParamSpec, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type { WalletService } from "../services.js";
-import { noKeysWhenHosted, sendFromWallet, sendRequest } from "./ethAccounts.js";
+import { noKeysWhenHosted, sendFromWallet, sendRequest, type WalletNode } from "./ethAccounts.js";
 
 /** How long `personal_unlockAccount` unlocks when no duration is given, in seconds (geth's). */
 export const DEFAULT_UNLOCK_SECONDS = 300;
@@ -46,7 +45,7 @@ const privateKey: ParamSpec<Uint8Array> = {
 const addresses = (list: readonly Address[]) => list.map(r.data);
 
 /** The `personal_` module: the node's accounts and their keystore. */
-export function personalModule(wallet: WalletService, ledger: Ledger | undefined) {
+export function personalModule(wallet: WalletService, node: WalletNode | undefined) {
   return defineModule("personal", {
     listAccounts: method({
       params: [],
@@ -87,14 +86,14 @@ export function personalModule(wallet: WalletService, ledger: Ledger | undefined
         return wallet.dumpRawKey(address);
       },
     }),
-    ...(ledger === undefined
+    ...(node === undefined
       ? {}
       : {
           sendTransaction: method({
             params: [sendRequest, p.string],
             result: r.data,
             handler: ({ chain, network }, [req, passphrase]) =>
-              sendFromWallet({ ledger, wallet, chain, chainId: network.chainId }, req, passphrase),
+              sendFromWallet({ ...node, wallet, chain, chainId: network.chainId }, req, passphrase),
           }),
         }),
   });

@@ -1,7 +1,7 @@
 import { bytesToHex, encodeQuantity, type SignedTransaction } from "@nodex/types";
-import type { Ledger } from "../ledger.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
+import type { PoolView } from "../services.js";
 import { formatTransaction } from "./format.js";
 
 const ZERO_HASH = `0x${"00".repeat(32)}`;
@@ -59,13 +59,13 @@ function bySenderAndNonce<T>(
 }
 
 /** The txpool module, and `eth_pendingTransactions` (the node operator's waiting transactions). */
-export function txpoolModules(ledger: Ledger) {
+export function txpoolModules(pool: PoolView) {
   const txpool = defineModule("txpool", {
     content: method({
       params: [],
       result: r.json,
       handler: () => {
-        const { pending, queued } = ledger.pool.content();
+        const { pending, queued } = pool.content();
         return {
           pending: bySenderAndNonce(pending, contentTransaction),
           queued: bySenderAndNonce(queued, contentTransaction),
@@ -76,7 +76,7 @@ export function txpoolModules(ledger: Ledger) {
       params: [],
       result: r.json,
       handler: () => {
-        const { pending, queued } = ledger.pool.content();
+        const { pending, queued } = pool.content();
         return {
           pending: bySenderAndNonce(pending, inspectLine),
           queued: bySenderAndNonce(queued, inspectLine),
@@ -86,7 +86,7 @@ export function txpoolModules(ledger: Ledger) {
     status: method({
       params: [],
       result: r.json,
-      handler: () => ledger.pool.status(),
+      handler: () => pool.status(),
     }),
   });
   const eth = defineModule("eth", {
@@ -96,7 +96,7 @@ export function txpoolModules(ledger: Ledger) {
       handler: ({ accounts }, _args, { hosted }) => {
         if (hosted) return [];
         const own = new Set(accounts.list().map((a) => bytesToHex(a)));
-        const { pending, queued } = ledger.pool.content();
+        const { pending, queued } = pool.content();
         return [...pending.values(), ...queued.values()]
           .flat()
           .filter((tx) => own.has(bytesToHex(tx.from)))

@@ -59,7 +59,9 @@ describe("TxPool.add refusals", () => {
       pool().add(transfer(0, 0, GWEI, { chainId: 31 }), head(richState(1))),
     );
     expect(err.code).toBe(TxPoolErrorCode.CHAIN_ID_MISMATCH);
-    expect(err.message).toBe("invalid chain id: tx 31, node 33");
+    expect(err.message).toBe(
+      "invalid chain id: transaction signed for chain 31, this network is 33",
+    );
   });
 
   it("accepts a transaction without a chain id (v = 27/28)", async () => {

@@ -155,7 +155,6 @@ describe("bad input and lookups that find nothing", () => {
       "invalid argument 0: hex string has length 4, want 40 for address",
     ],
     ["eth_getBalance", [RECIPIENT, "0x999999"], "block 0x999999 not found"],
-    ["eth_getBalance", [RECIPIENT, "finalized"], "invalid blocknumber finalized"],
     [
       "eth_sendRawTransaction",
       ["0x83616263"],

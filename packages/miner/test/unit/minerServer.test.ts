@@ -1,3 +1,4 @@
+import { ChainError, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
 import {
   buildSyntheticProof,
   doubleSha256,
@@ -14,7 +15,7 @@ import {
   signTransaction,
 } from "@nodex/types";
 import { describe, expect, it } from "vitest";
-import { ChainError, MinerServer, mergedMiningRules, SYNTHETIC_SEALER } from "../../src/index.js";
+import { MinerServer } from "../../src/index.js";
 import { chainFactory, MINER, network } from "./fixtures.js";
 
 const [alice, bob] = deriveDevAccounts();

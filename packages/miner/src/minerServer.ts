@@ -1,3 +1,4 @@
+import { type BlockTemplate, type Chain, ChainError, ChainErrorCode } from "@nodex/chain";
 import {
   buildMerkleProof,
   compressCoinbase,
@@ -25,8 +26,6 @@ import {
   NodexError,
   type SignedTransaction,
 } from "@nodex/types";
-import type { BlockTemplate, Chain } from "./chain.js";
-import { ChainError, ChainErrorCode } from "./errors.js";
 
 /** Templates kept for submissions, newest last (the reference node keeps 20). */
 const TEMPLATES_KEPT = 20;

@@ -1,0 +1,402 @@
+import {
+  type BlockContext,
+  type BloomBits,
+  bloomBits,
+  bloomHasBits,
+  type CallOutcome,
+  type CallRequest,
+  type Executor,
+  intrinsicGas,
+} from "@nodex/evm";
+import type { WorldState } from "@nodex/state";
+import {
+  type Address,
+  type BlockHeader,
+  type BlockSelector,
+  BlockTag,
+  bytesToHex,
+  equalBytes,
+  formatBlockSelector,
+  type Hash32,
+  type Log,
+  type Receipt,
+  type SignedTransaction,
+} from "@nodex/types";
+import { LRUCache } from "lru-cache";
+import type { StoredBlock } from "./blockStore.js";
+import type { Chain } from "./chain.js";
+import { ChainError, ChainErrorCode } from "./errors.js";
+
+/** Block ranges up to this many blocks return every matching log (the spec's limits). */
+export const LOGS_UNCAPPED_RANGE = 2000n;
+/** Longer ranges are served while they return at most this many logs. */
+export const LOGS_CAP = 10_000;
+/** Read-only states (by state root) kept open for reuse by default. */
+export const DEFAULT_STATE_CACHE = 8;
+
+/** The `pending` block: not sealed, not stored; its state lives in memory. */
+export interface PendingBlock extends StoredBlock {
+  readonly pending: true;
+  readonly state: WorldState;
+}
+
+export function isPending(block: StoredBlock): block is PendingBlock {
+  return (block as Partial<PendingBlock>).pending === true;
+}
+
+/**
+ * Where the reader finds what waits for the next block: block production (the miner package)
+ * provides it. Without one, `pending` reads as `latest`.
+ */
+export interface PendingSource {
+  /** Whether transactions wait: otherwise the pending state is the head's. */
+  hasPending(): boolean;
+  /** The head plus the waiting transactions, built and executed. */
+  pendingBlock(): Promise<PendingBlock>;
+  /** The next nonce of `address` counting its waiting transactions; `stateNonce` is the head's. */
+  pendingNonce(address: Address, stateNonce: bigint): bigint;
+  /** A transaction waiting for a block. */
+  pendingTransaction(hash: Uint8Array): SignedTransaction | undefined;
+}
+
+/** A log query: which blocks, which emitters, which topics by position. */
+export interface LogQuery {
+  readonly range:
+    | { readonly blockHash: Hash32 }
+    | { readonly from: BlockSelector; readonly to: BlockSelector };
+  /** Empty: any address. */
+  readonly addresses: readonly Address[];
+  /** One entry per position: `null` matches anything, a list matches any of its topics. */
+  readonly topics: readonly (readonly Hash32[] | null)[];
+}
+
+/** A log with where it is. */
+export interface FoundLog {
+  readonly log: Log;
+  readonly block: StoredBlock;
+  readonly transactionHash: Uint8Array;
+  readonly transactionIndex: number;
+  /** Position among all the block's logs. */
+  readonly logIndex: number;
+}
+
+/** A transaction in its block. */
+export interface IncludedTransaction {
+  readonly tx: SignedTransaction;
+  readonly block: StoredBlock;
+  readonly index: number;
+}
+
+export interface IncludedReceipt extends IncludedTransaction {
+  readonly receipt: Receipt;
+  /** Gas used by this transaction alone. */
+  readonly gasUsed: bigint;
+  /** Index of the receipt's first log among all the block's logs. */
+  readonly firstLogIndex: number;
+}
+
+export interface ChainReaderOptions {
+  /** The beneficiary calls run with (the block after the selected one is theirs). */
+  readonly coinbase: () => Address;
+  /** Read-only states kept open for reuse, by state root; `DEFAULT_STATE_CACHE` when absent. */
+  readonly stateCache?: number;
+}
+
+/**
+ * The chain as its readers see it: block selectors resolved (`pending`, `safe` and `finalized`
+ * included), the state after a block, calls and gas estimates on it, transactions and receipts
+ * by hash, and the log query. Reads never wait for the write queue.
+ */
+export class ChainReader {
+  readonly chain: Chain;
+  readonly #executor: Executor;
+  readonly #coinbase: () => Address;
+  #pending: PendingSource | undefined;
+  /** Read-only states by state root. */
+  readonly #states: LRUCache<string, Promise<WorldState>>;
+
+  constructor(chain: Chain, executor: Executor, opts: ChainReaderOptions) {
+    this.chain = chain;
+    this.#executor = executor;
+    this.#coinbase = opts.coinbase;
+    const size = opts.stateCache ?? DEFAULT_STATE_CACHE;
+    if (!Number.isSafeInteger(size) || size < 1)
+      throw new RangeError(`the state cache must hold at least 1 state, got ${size}`);
+    this.#states = new LRUCache({ max: size });
+  }
+
+  /** Where `pending` comes from from now on (block production, once it exists). */
+  setPendingSource(source: PendingSource): void {
+    this.#pending = source;
+  }
+
+  get head(): StoredBlock {
+    return this.chain.head;
+  }
+
+  /** The block a selector names, or `null` when there is none. */
+  async resolve(selector: BlockSelector): Promise<StoredBlock | null> {
+    switch (selector.kind) {
+      case "number":
+        return (await this.chain.getBlockByNumber(selector.number)) ?? null;
+      case "hash": {
+        const block = await this.chain.getBlockByHash(selector.hash);
+        if (block === undefined) return null;
+        if (selector.requireCanonical) {
+          const canonical = await this.chain.getCanonicalHash(block.block.header.number);
+          if (canonical === undefined || !equalBytes(canonical, block.hash)) {
+            throw new ChainError(
+              ChainErrorCode.NOT_CANONICAL,
+              `block ${bytesToHex(block.hash)} is not canonical`,
+            );
+          }
+        }
+        return block;
+      }
+      case "tag":
+        switch (selector.tag) {
+          case BlockTag.LATEST:
+            return this.chain.head;
+          case BlockTag.PENDING:
+            return this.#pending === undefined ? this.chain.head : this.#pending.pendingBlock();
+          case BlockTag.EARLIEST:
+            return (await this.chain.getBlockByNumber(0n)) ?? null;
+          case BlockTag.SAFE:
+            return this.#confirmed(this.chain.network.safeDepth);
+          case BlockTag.FINALIZED:
+            return this.#confirmed(this.chain.network.finalizedDepth);
+        }
+    }
+  }
+
+  /** The canonical block `depth` blocks below the head (genesis on a shorter chain). */
+  async #confirmed(depth: bigint): Promise<StoredBlock | null> {
+    const head = this.chain.head.block.header.number;
+    const number = head > depth ? head - depth : 0n;
+    return (await this.chain.getBlockByNumber(number)) ?? null;
+  }
+
+  /** Like `resolve`, for methods that need a block: a missing one is `UNKNOWN_BLOCK`. */
+  async require(selector: BlockSelector): Promise<StoredBlock> {
+    const block = await this.resolve(selector);
+    if (block === null) {
+      throw new ChainError(
+        ChainErrorCode.UNKNOWN_BLOCK,
+        `block ${formatBlockSelector(selector)} not found`,
+      );
+    }
+    return block;
+  }
+
+  /** A stored block by hash, canonical or not. */
+  async blockByHash(hash: Uint8Array): Promise<StoredBlock | null> {
+    return (await this.chain.getBlockByHash(hash)) ?? null;
+  }
+
+  /**
+   * The state after the selected block, for reads and calls: the same object is shared by
+   * concurrent readers of that block (its caches with it). Calls never change it: the executor
+   * runs each on a write layer of its own.
+   */
+  async state(selector: BlockSelector): Promise<WorldState> {
+    // With nothing waiting, the pending state is the head's: no block to build.
+    if (isPendingTag(selector) && !this.#pending?.hasPending())
+      return this.stateAt(this.chain.head.block.header);
+    const block = await this.require(selector);
+    return isPending(block) ? block.state : this.stateAt(block.block.header);
+  }
+
+  /** The state after `header`, shared with other readers of it (kept while recently used). */
+  stateAt(header: BlockHeader): Promise<WorldState> {
+    this.chain.assertStateRetained(header);
+    const key = bytesToHex(header.stateRoot);
+    let state = this.#states.get(key);
+    if (state === undefined) {
+      state = this.chain.stateAt(header);
+      state.catch(() => this.#states.delete(key));
+      this.#states.set(key, state);
+    }
+    return state;
+  }
+
+  /** The account's nonce after the selected block; for `pending`, after its waiting transactions. */
+  async nonce(address: Address, selector: BlockSelector): Promise<bigint> {
+    if (!isPendingTag(selector) || this.#pending === undefined)
+      return (await this.state(selector)).getNonce(address);
+    const head = await (await this.stateAt(this.chain.head.block.header)).getNonce(address);
+    return this.#pending.pendingNonce(address, head);
+  }
+
+  /** A transaction waiting for a block (pending or queued). */
+  pendingTransaction(hash: Uint8Array): SignedTransaction | undefined {
+    return this.#pending?.pendingTransaction(hash);
+  }
+
+  async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {
+    const { state, ctx } = await this.#callTarget(selector);
+    return this.#executor.call(state, req, ctx);
+  }
+
+  /**
+   * Where a call at `selector` runs: on the state after the block, as part of the block after
+   * it; for `pending`, on the pending state as part of the pending block.
+   */
+  async #callTarget(selector: BlockSelector): Promise<{ state: WorldState; ctx: BlockContext }> {
+    const block = await this.require(selector);
+    if (isPending(block)) {
+      return {
+        state: block.state,
+        ctx: this.chain.nextBlockContext(this.chain.head.block.header, this.#coinbase()),
+      };
+    }
+    const header = block.block.header;
+    return {
+      state: await this.stateAt(header),
+      ctx: this.chain.nextBlockContext(header, this.#coinbase()),
+    };
+  }
+
+  /**
+   * The least gas with which the call succeeds, by binary search up to `req.gas` or the block
+   * gas limit. A call that fails even with all of it gets that upper bound as its estimate.
+   */
+  async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint> {
+    const { state, ctx } = await this.#callTarget(selector);
+    const cap = req.gas ?? ctx.gasLimit;
+    const run = (gas: bigint) => this.#executor.call(state, { ...req, gas }, ctx);
+    const first = await run(cap);
+    if (!first.success) return cap;
+    let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
+    let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
+    if (!(await run(hi)).success) {
+      lo = hi;
+      hi = cap;
+    }
+    while (hi - lo > 1n) {
+      const mid = (lo + hi) / 2n;
+      if ((await run(mid)).success) hi = mid;
+      else lo = mid;
+    }
+    return hi;
+  }
+
+  /** The logs `query` selects, in chain order. */
+  async getLogs(query: LogQuery): Promise<FoundLog[]> {
+    const found: FoundLog[] = [];
+    const bits: QueryBits = {
+      addresses: query.addresses.map(bloomBits),
+      topics: query.topics.map((position) => position?.map(bloomBits) ?? null),
+    };
+    if ("blockHash" in query.range) {
+      const block = await this.chain.getBlockByHash(query.range.blockHash);
+      if (block === undefined) {
+        throw new ChainError(
+          ChainErrorCode.UNKNOWN_BLOCK,
+          `block ${bytesToHex(query.range.blockHash)} not found`,
+        );
+      }
+      await this.#collectLogs(block, query, bits, found);
+      return found;
+    }
+    const head = this.chain.head.block.header.number;
+    const from = await this.#rangeEnd(query.range.from, head);
+    const to = await this.#rangeEnd(query.range.to, head);
+    if (from > to) {
+      throw new ChainError(
+        ChainErrorCode.INVALID_RANGE,
+        `invalid block range: fromBlock 0x${from.toString(16)} is after toBlock 0x${to.toString(16)}`,
+      );
+    }
+    const capped = to - from + 1n > LOGS_UNCAPPED_RANGE;
+    for (let n = from; n <= to && n <= head; n++) {
+      const block = await this.chain.getBlockByNumber(n);
+      if (block !== undefined) await this.#collectLogs(block, query, bits, found);
+      if (capped && found.length > LOGS_CAP) {
+        throw new ChainError(
+          ChainErrorCode.LOGS_LIMIT,
+          `query returns more than ${LOGS_CAP} logs over more than ${LOGS_UNCAPPED_RANGE} blocks: ` +
+            `ask for at most ${LOGS_UNCAPPED_RANGE} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + LOGS_UNCAPPED_RANGE - 1n).toString(16)}`,
+        );
+      }
+    }
+    return found;
+  }
+
+  async #rangeEnd(selector: BlockSelector, head: bigint): Promise<bigint> {
+    if (selector.kind === "number") return selector.number;
+    const block = await this.resolve(selector);
+    return block === null ? head : block.block.header.number;
+  }
+
+  async #collectLogs(
+    block: StoredBlock,
+    query: LogQuery,
+    bits: QueryBits,
+    out: FoundLog[],
+  ): Promise<void> {
+    const bloom = block.block.header.logsBloom;
+    if (bits.addresses.length > 0 && !bits.addresses.some((a) => bloomHasBits(bloom, a))) return;
+    for (const position of bits.topics) {
+      if (position !== null && !position.some((t) => bloomHasBits(bloom, t))) return;
+    }
+    const receipts = await this.chain.getReceipts(block.hash);
+    if (receipts === undefined) return;
+    let logIndex = 0;
+    receipts.forEach((receipt, txIndex) => {
+      for (const log of receipt.logs) {
+        if (logMatches(log, query)) {
+          out.push({
+            log,
+            block,
+            transactionHash: block.block.transactions[txIndex]!.hash,
+            transactionIndex: txIndex,
+            logIndex,
+          });
+        }
+        logIndex++;
+      }
+    });
+  }
+
+  async transaction(hash: Uint8Array): Promise<IncludedTransaction | null> {
+    const where = await this.chain.getTransactionLocation(hash);
+    if (where === undefined) return null;
+    const block = await this.chain.getBlockByHash(where.blockHash);
+    const tx = block?.block.transactions[where.index];
+    return block === undefined || tx === undefined ? null : { tx, block, index: where.index };
+  }
+
+  async receipt(hash: Uint8Array): Promise<IncludedReceipt | null> {
+    const found = await this.transaction(hash);
+    if (found === null) return null;
+    const receipts = await this.chain.getReceipts(found.block.hash);
+    const receipt = receipts?.[found.index];
+    if (receipts === undefined || receipt === undefined) return null;
+    const previous = found.index === 0 ? 0n : receipts[found.index - 1]!.cumulativeGasUsed;
+    let firstLogIndex = 0;
+    for (let i = 0; i < found.index; i++) firstLogIndex += receipts[i]!.logs.length;
+    return { ...found, receipt, gasUsed: receipt.cumulativeGasUsed - previous, firstLogIndex };
+  }
+}
+
+/** A query's addresses and topics as bloom bits, computed once per query. */
+interface QueryBits {
+  readonly addresses: readonly BloomBits[];
+  readonly topics: readonly (readonly BloomBits[] | null)[];
+}
+
+export function isPendingTag(selector: BlockSelector): boolean {
+  return selector.kind === "tag" && selector.tag === BlockTag.PENDING;
+}
+
+function logMatches(log: Log, query: LogQuery): boolean {
+  if (query.addresses.length > 0 && !query.addresses.some((a) => equalBytes(a, log.address)))
+    return false;
+  for (let i = 0; i < query.topics.length; i++) {
+    const wanted = query.topics[i];
+    if (wanted === null || wanted === undefined) continue;
+    const topic = log.topics[i];
+    if (topic === undefined || !wanted.some((t) => equalBytes(t, topic))) return false;
+  }
+  return true;
+}

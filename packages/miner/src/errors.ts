@@ -1,0 +1,18 @@
+import { NodexError } from "@nodex/types";
+
+export const MinerErrorCode = {
+  /** A development control on a network whose blocks only merged miners make (-32000). */
+  NOT_SUPPORTED: "MINER_NOT_SUPPORTED",
+  /** A block time that is not after the head's (-32602). */
+  INVALID_TIMESTAMP: "MINER_INVALID_TIMESTAMP",
+  /** An automined transaction the block could not include, with the EVM's reason (-32010). */
+  TRANSACTION_REJECTED: "MINER_TRANSACTION_REJECTED",
+} as const;
+export type MinerErrorCode = (typeof MinerErrorCode)[keyof typeof MinerErrorCode];
+
+export class MinerError extends NodexError<MinerErrorCode> {
+  constructor(code: MinerErrorCode, message: string, meta: Record<string, unknown> = {}) {
+    super(code, message, meta);
+    this.name = "MinerError";
+  }
+}

@@ -1,0 +1,8 @@
+export { MinerError, MinerErrorCode } from "./errors.js";
+export {
+  type MergedMiningWork,
+  MinerServer,
+  type MinerServerOptions,
+  type SubmittedBlock,
+} from "./minerServer.js";
+export { BlockProducer, type BlockProducerOptions } from "./producer.js";

@@ -1,0 +1,104 @@
+import type { ChainReader, HeadChange } from "@nodex/chain";
+import { bytesToHex, decodeTransaction, type Logger, type SignedTransaction } from "@nodex/types";
+import { TxPoolError, TxPoolErrorCode } from "./errors.js";
+import type { AddResult, JournalLoadResult, PoolHead, TxPool } from "./txPool.js";
+
+/** A transaction the pool took, and where it went. */
+export interface Admitted extends AddResult {
+  readonly tx: SignedTransaction;
+}
+
+/**
+ * The one way into the pool, for every source alike (the RPC, the network, the journal):
+ * decodes, checks the transaction is not in the chain already, and hands it to the pool's rules
+ * (chain id, price, gas, nonce, balance, limits) against the head. Keeps the pool on the head:
+ * each change of the head updates it before the next admission is checked.
+ */
+export class TxAdmission {
+  readonly pool: TxPool;
+  readonly #reader: ChainReader;
+  readonly #log: Logger | undefined;
+  /** The pool's update after the last change of the head (admissions wait for it). */
+  #update: Promise<void> = Promise.resolve();
+  readonly #unsubscribe: () => void;
+
+  constructor(reader: ChainReader, pool: TxPool, logger?: Logger) {
+    this.pool = pool;
+    this.#reader = reader;
+    this.#log = logger;
+    // Whatever moves the head (a block built here, a miner's, a reorganization, a rewind), the
+    // pool drops what the new state makes stale and promotes what became executable.
+    this.#unsubscribe = reader.chain.onHeadChange((change) => this.#onHeadChange(change));
+  }
+
+  #onHeadChange(_change: HeadChange): void {
+    this.#update = this.#update
+      .then(async () => {
+        const { pending, queued } = this.pool.status();
+        if (pending + queued > 0) await this.pool.onNewHead(await this.poolHead());
+      })
+      .catch((err: unknown) => {
+        this.#log?.error("Updating the pool to the new head failed", {
+          error: (err as Error).message,
+        });
+      });
+  }
+
+  /** Resolves once the pool has caught up with the last change of the head. */
+  settled(): Promise<void> {
+    return this.#update;
+  }
+
+  /** What the pool validates against: the head, its limits and its state. */
+  async poolHead(): Promise<PoolHead> {
+    const head = this.#reader.head.block.header;
+    return {
+      number: head.number,
+      gasLimit: head.gasLimit,
+      minimumGasPrice: head.minimumGasPrice,
+      state: await this.#reader.stateAt(head),
+    };
+  }
+
+  /**
+   * Admits a signed transaction, raw or decoded. `local`: submitted to this node by a user
+   * (kept across restarts in the journal, as geth keeps its RPC's transactions). Throws
+   * `TxPoolError` with the reason when refused, a decode error for bytes that are not a
+   * transaction.
+   */
+  async admit(
+    input: Uint8Array | SignedTransaction,
+    opts: { local?: boolean } = {},
+  ): Promise<Admitted> {
+    const tx = input instanceof Uint8Array ? decodeTransaction(input) : input;
+    if ((await this.#reader.chain.getTransactionLocation(tx.hash)) !== undefined) {
+      throw new TxPoolError(
+        TxPoolErrorCode.ALREADY_KNOWN,
+        `already known: transaction ${bytesToHex(tx.hash)} is in block`,
+        { hash: bytesToHex(tx.hash) },
+      );
+    }
+    await this.#update;
+    const added = await this.pool.add(tx, await this.poolHead(), { local: opts.local ?? false });
+    return { ...added, tx };
+  }
+
+  /** Re-adds the journal's transactions (at start), against the head. */
+  async loadJournal(): Promise<JournalLoadResult> {
+    await this.#update;
+    return this.pool.loadJournal(await this.poolHead());
+  }
+
+  /** Empties the pool, then admits `txs` again against the head (a development rewind). */
+  async replaceAll(txs: readonly SignedTransaction[]): Promise<void> {
+    await this.#update;
+    this.pool.clear();
+    const head = await this.poolHead();
+    for (const tx of txs) await this.pool.add(tx, head).catch(() => undefined);
+  }
+
+  /** Stops following the head. */
+  close(): void {
+    this.#unsubscribe();
+  }
+}
