@@ -11,6 +11,7 @@ import {
   encodeBlock,
   headerHash,
   type Logger,
+  NodexError,
 } from "@nodex/types";
 import { type OpenedChain, openChain } from "./chainSetup.js";
 import type { ExportCommand, ImportCommand } from "./config.js";
@@ -26,8 +27,11 @@ export interface Output {
 }
 
 /** A chain-file command failed; the message says why. Exit code 1. */
-export class ChainFileError extends Error {
-  override readonly name = "ChainFileError";
+export class ChainFileError extends NodexError<"NODE_CHAIN_FILE"> {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("NODE_CHAIN_FILE", message, {}, options);
+    this.name = "ChainFileError";
+  }
 }
 
 /** Blocks between two progress lines of an import. */

@@ -27,6 +27,12 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
       executor,
       logger: logger.child({ module: "chain" }),
       ...(config.stateWindow === "all" ? {} : { stateWindow: config.stateWindow }),
+      caches: {
+        blocks: config.caches.blocks,
+        headers: config.caches.headers,
+        receipts: config.caches.receipts,
+      },
+      trieNodeCache: config.caches.trieNodes,
       // Every network checks merged-mining proofs; development networks seal their own blocks
       // with proofs of synthetic Bitcoin blocks, so there is no bypass anywhere.
       rules: mergedMiningRules(

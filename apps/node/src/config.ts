@@ -1,13 +1,16 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
+import { DEFAULT_CHAIN_CACHE_SIZES, DEFAULT_STATE_CACHE } from "@nodex/chain";
 import { defaultRPCOptions, type HttpLayer, type RPCOptions } from "@nodex/rpc";
+import { DEFAULT_TRIE_NODE_CACHE } from "@nodex/state";
 import {
   type LogLevel,
   type ModuleName,
   NETWORKS,
   type NetworkName,
   type NetworkPreset,
+  NodexError,
 } from "@nodex/types";
 import type { KeystoreKdf } from "./accounts/keystore.js";
 import {
@@ -22,8 +25,11 @@ import {
 } from "./options.js";
 
 /** A mistake in the command line, environment or config file: exit 2 with the message. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
+export class UsageError extends NodexError<"NODE_USAGE"> {
+  constructor(message: string) {
+    super("NODE_USAGE", message);
+    this.name = "UsageError";
+  }
 }
 
 export type LogFormat = "json" | "pretty";
@@ -40,6 +46,8 @@ export interface NodeConfig {
   readonly stateWindow: number | "all";
   /** Lowest block difficulty; `undefined` for the network's. */
   readonly minDifficulty: bigint | undefined;
+  /** Entries of the node's in-memory caches (`--cache-*`). */
+  readonly caches: NodeCaches;
   /** Seconds between blocks on development networks; 0 mines a block per transaction. */
   readonly mineInterval: number;
   /** scrypt cost of the key files the node writes. */
@@ -48,6 +56,24 @@ export interface NodeConfig {
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
 }
+
+/** How many entries each in-memory cache holds. */
+export interface NodeCaches {
+  readonly blocks: number;
+  readonly headers: number;
+  readonly receipts: number;
+  readonly trieNodes: number;
+  readonly states: number;
+}
+
+/** The caches' sizes when not set: the packages' defaults. */
+export const DEFAULT_CACHES: NodeCaches = {
+  blocks: DEFAULT_CHAIN_CACHE_SIZES.blocks,
+  headers: DEFAULT_CHAIN_CACHE_SIZES.headers,
+  receipts: DEFAULT_CHAIN_CACHE_SIZES.receipts,
+  trieNodes: DEFAULT_TRIE_NODE_CACHE,
+  states: DEFAULT_STATE_CACHE,
+};
 
 /** `nodex export FILE`: canonical blocks `from`..`to` to a file of RLP blocks. */
 export interface ExportCommand {
@@ -191,6 +217,13 @@ export function parseCommandLine(environment: Environment): Command {
       pick<number | "all">("stateWindow") ??
       (network.name === "regtest" ? "all" : DEFAULT_STATE_WINDOW),
     minDifficulty: pick<bigint>("minDifficulty"),
+    caches: Object.freeze({
+      blocks: pick<number>("cacheBlocks") ?? DEFAULT_CACHES.blocks,
+      headers: pick<number>("cacheHeaders") ?? DEFAULT_CACHES.headers,
+      receipts: pick<number>("cacheReceipts") ?? DEFAULT_CACHES.receipts,
+      trieNodes: pick<number>("cacheTrieNodes") ?? DEFAULT_CACHES.trieNodes,
+      states: pick<number>("cacheStates") ?? DEFAULT_CACHES.states,
+    }),
     mineInterval: pick<number>("mineInterval") ?? 0,
     keystoreKdf: pick<KeystoreKdf>("keystoreKdf") ?? (dev ? "light" : "standard"),
     rpc: Object.freeze(rpc),

@@ -58,7 +58,10 @@ export function createCore(
     coinbase ??= listAccounts()[0] ?? ZERO_ADDRESS;
     return coinbase;
   };
-  const reader = new ChainReader(chain, executor, { coinbase: getCoinbase });
+  const reader = new ChainReader(chain, executor, {
+    coinbase: getCoinbase,
+    stateCache: config.caches.states,
+  });
   // Transactions users submitted survive a restart: the pool journals them here.
   const pool = new TxPool({
     chainId: network.chainId,

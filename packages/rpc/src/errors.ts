@@ -1,5 +1,6 @@
 import { ChainErrorCode } from "@nodex/chain";
 import { MinerErrorCode } from "@nodex/miner";
+import { StateErrorCode } from "@nodex/state";
 import { TxPoolErrorCode } from "@nodex/txpool";
 import { CodecErrorCode, DecodeErrorCode, NodexError, TransactionErrorCode } from "@nodex/types";
 import { WalletErrorCode } from "./wallet.js";
@@ -61,6 +62,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [TransactionErrorCode.TYPE_UNSUPPORTED]: RPCErrorCode.INVALID_PARAMS,
   [TransactionErrorCode.INVALID_SIGNATURE]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.STATE_MISSING]: RPCErrorCode.SERVER_ERROR,
+  [StateErrorCode.ROOT_MISSING]: RPCErrorCode.SERVER_ERROR,
   [ChainErrorCode.MINING_SUBMISSION]: RPCErrorCode.MINING_SUBMISSION_FAILED,
   [ChainErrorCode.UNKNOWN_BLOCK]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.NOT_CANONICAL]: RPCErrorCode.INVALID_PARAMS,

@@ -70,12 +70,13 @@ export const p = {
     }
     return parseQuantity(v, arg);
   }),
+  /** Up to 32 bytes each, of any hex length (`0x0`, `0x1`), left-padded as geth does. */
   storageKeys: required<Hash32[]>("storage keys", (v, arg) => {
     if (!Array.isArray(v))
       throw new CodecError(arg, `expected an array of storage keys, got ${jsonType(v)}`);
     return v.map((key, i) => {
       try {
-        return parseData(key, arg, { size: 32, what: "storage key" }) as Hash32;
+        return parseStorageKey(key, arg);
       } catch (err) {
         if (err instanceof CodecError)
           throw new CodecError(arg, `storageKeys[${i}]: ${err.reason}`);
@@ -119,3 +120,15 @@ export function decodeParams(
 export type CodecErrorOr<T> =
   | { value: T; error?: undefined }
   | { error: string; value?: undefined };
+
+/** A storage key of `eth_getProof`: `0x` and at most 64 hex digits, left-padded to 32 bytes. */
+function parseStorageKey(value: unknown, arg: number): Hash32 {
+  if (typeof value !== "string")
+    throw new CodecError(arg, `expected a hex string, got ${jsonType(value)}`);
+  if (!/^0[xX]/.test(value)) throw new CodecError(arg, "hex string without 0x prefix");
+  const digits = value.slice(2);
+  if (!/^[0-9a-fA-F]*$/.test(digits)) throw new CodecError(arg, "invalid hex string");
+  if (digits.length > 64)
+    throw new CodecError(arg, `hex string too long: ${digits.length / 2} bytes, want at most 32`);
+  return parseData(`0x${digits.padStart(64, "0")}`, arg, { size: 32 }) as Hash32;
+}

@@ -1,7 +1,7 @@
 export { Bucket, bucketKey } from "./db/buckets.js";
 export { Database, type WriteOp } from "./db/database.js";
 export { StateError, StateErrorCode } from "./errors.js";
-export { NodeCache } from "./nodeCache.js";
+export { DEFAULT_TRIE_NODE_CACHE, NodeCache } from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";
 export { orderedTrieRoot } from "./orderedTrie.js";
 export { type PruneResult, pruneTrieNodes } from "./pruner.js";

@@ -42,8 +42,8 @@ describe("storage keys (eth_getProof)", () => {
     [null, "invalid argument 1: expected an array of storage keys, got null"],
     [[1], "invalid argument 1: storageKeys[0]: expected a hex string, got number"],
     [
-      [H, "0x00"],
-      "invalid argument 1: storageKeys[1]: hex string has length 2, want 64 for storage key",
+      [H, `0x${"00".repeat(33)}`],
+      "invalid argument 1: storageKeys[1]: hex string too long: 33 bytes, want at most 32",
     ],
     [[H, H, "0xzz"], "invalid argument 1: storageKeys[2]: invalid hex string"],
   ])("refuses %j naming the key and why", (keys, message) => {
@@ -52,5 +52,20 @@ describe("storage keys (eth_getProof)", () => {
 
   it("decodes 32-byte keys", () => {
     expect(p.storageKeys.parse([H], 1)).toEqual([new Uint8Array(32).fill(0x22)]);
+  });
+
+  it("left-pads shorter keys of any hex length, as geth does", () => {
+    const padded = (last: number[]) => {
+      const key = new Uint8Array(32);
+      key.set(last, 32 - last.length);
+      return key;
+    };
+    expect(p.storageKeys.parse(["0x0", "0x1", "0x00", "0xabc", "0x"], 1)).toEqual([
+      padded([0]),
+      padded([1]),
+      padded([0]),
+      padded([0x0a, 0xbc]),
+      padded([]),
+    ]);
   });
 });

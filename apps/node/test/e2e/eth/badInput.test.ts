@@ -156,9 +156,9 @@ const kinds = {
     [{}, "expected an array of storage keys, got object"],
     [null, "expected an array of storage keys, got null"],
     [[1], "storageKeys[0]: expected a hex string, got number"],
-    [[H, "0x00"], "storageKeys[1]: hex string has length 2, want 64 for storage key"],
-    [[H, H31], "storageKeys[1]: hex string has length 62, want 64 for storage key"],
-    [["0x0"], "storageKeys[0]: hex string of odd length"],
+    [[H, `0x${"11".repeat(33)}`], "storageKeys[1]: hex string too long: 33 bytes, want at most 32"],
+    [["0x0g"], "storageKeys[0]: invalid hex string"],
+    [["00"], "storageKeys[0]: hex string without 0x prefix"],
   ] as Bad[],
   call: [
     ...wrongTypes("a call object", true).filter(([v]) => !isEmptyObject(v)),
@@ -230,7 +230,7 @@ const SIGNATURES: readonly (readonly [
     [
       ["address", A],
       ["storageKeys", []],
-      ["numberOrTag", "latest"],
+      ["selector", "latest"],
     ],
     3,
   ],
