@@ -129,6 +129,9 @@ function parseStorageKey(value: unknown, arg: number): Hash32 {
   const digits = value.slice(2);
   if (!/^[0-9a-fA-F]*$/.test(digits)) throw new CodecError(arg, "invalid hex string");
   if (digits.length > 64)
-    throw new CodecError(arg, `hex string too long: ${digits.length / 2} bytes, want at most 32`);
+    throw new CodecError(
+      arg,
+      `hex string too long: ${Math.ceil(digits.length / 2)} bytes, want at most 32`,
+    );
   return parseData(`0x${digits.padStart(64, "0")}`, arg, { size: 32 }) as Hash32;
 }
