@@ -18,17 +18,17 @@ import type { WorkerMessage, WorkMessage } from "./minerWorker.js";
  * the Nodex chain.
  */
 
-export const MinerErrorCode = {
+export const MineCommandErrorCode = {
   /** The node answered a JSON-RPC call with an error. */
-  RPC_ERROR: "MINER_RPC_ERROR",
+  RPC_ERROR: "MINE_COMMAND_RPC_ERROR",
 } as const;
-export type MinerErrorCode = (typeof MinerErrorCode)[keyof typeof MinerErrorCode];
+export type MineCommandErrorCode = (typeof MineCommandErrorCode)[keyof typeof MineCommandErrorCode];
 
 /** A call to the node that failed; the message reads `<method>: <node's message> (<code>)`. */
-export class MinerError extends NodexError<MinerErrorCode> {
-  constructor(code: MinerErrorCode, message: string, meta: Record<string, unknown> = {}) {
+export class MineCommandError extends NodexError<MineCommandErrorCode> {
+  constructor(code: MineCommandErrorCode, message: string, meta: Record<string, unknown> = {}) {
     super(code, message, meta);
-    this.name = "MinerError";
+    this.name = "MineCommandError";
   }
 }
 
@@ -188,8 +188,8 @@ function rpcClient(url: string): RPC {
       error?: { code: number; message: string };
     };
     if (body.error !== undefined) {
-      throw new MinerError(
-        MinerErrorCode.RPC_ERROR,
+      throw new MineCommandError(
+        MineCommandErrorCode.RPC_ERROR,
         `${method}: ${body.error.message} (${body.error.code})`,
         { method, rpcCode: body.error.code },
       );

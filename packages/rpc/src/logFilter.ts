@@ -1,3 +1,4 @@
+import type { LogQuery } from "@nodex/chain";
 import {
   type Address,
   type BlockSelector,
@@ -9,16 +10,8 @@ import {
 } from "@nodex/types";
 import { jsonType } from "./json.js";
 
-/** A log filter: which blocks, which emitters, which topics by position. */
-export interface LogFilter {
-  readonly range:
-    | { readonly blockHash: Hash32 }
-    | { readonly from: BlockSelector; readonly to: BlockSelector };
-  /** Empty: any address. */
-  readonly addresses: readonly Address[];
-  /** One entry per position: `null` matches anything, a list matches any of its topics. */
-  readonly topics: readonly (readonly Hash32[] | null)[];
-}
+/** A log filter: the chain reader's log query (which blocks, which emitters, which topics). */
+export type LogFilter = LogQuery;
 
 const LATEST: BlockSelector = { kind: "tag", tag: "latest" };
 const KNOWN_FIELDS = new Set(["fromBlock", "toBlock", "address", "topics", "blockHash"]);

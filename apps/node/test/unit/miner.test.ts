@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { NodexError } from "@nodex/types";
 import { afterEach, describe, expect, it } from "vitest";
-import { MinerError, MinerErrorCode, runMiner } from "../../src/miner.js";
+import { MineCommandError, MineCommandErrorCode, runMiner } from "../../src/miner.js";
 
 let server: Server | undefined;
 
@@ -40,10 +40,10 @@ describe("nodex mine", () => {
       signal: new AbortController().signal,
     });
     const err = await run.catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(MinerError);
+    expect(err).toBeInstanceOf(MineCommandError);
     expect(err).toBeInstanceOf(NodexError);
-    expect((err as MinerError).code).toBe(MinerErrorCode.RPC_ERROR);
-    expect((err as MinerError).message).toBe("mnr_getWork: method not found (-32601)");
-    expect((err as MinerError).meta).toEqual({ method: "mnr_getWork", rpcCode: -32601 });
+    expect((err as MineCommandError).code).toBe(MineCommandErrorCode.RPC_ERROR);
+    expect((err as MineCommandError).message).toBe("mnr_getWork: method not found (-32601)");
+    expect((err as MineCommandError).meta).toEqual({ method: "mnr_getWork", rpcCode: -32601 });
   });
 });
