@@ -10,14 +10,22 @@
 //   node bench/chain/run.mjs --count 500 --duration 5 --only nodex,anvil
 //
 // See bench/README.md for what it measures and how to read the output.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { firstLines, fmtInt, fmtMs, indent, log, readTail, sleep, table } from "../lib/format.mjs";
 import { freePort, RPCClient, RPCError } from "../lib/http.mjs";
-import { cpuWindow, Latencies, loadAutocannon, measure } from "../lib/load.mjs";
+import { cpuWindow, Latencies, loadAutocannon, measure, measureClosedLoop } from "../lib/load.mjs";
 import { installCleanup, stopChild } from "../lib/proc.mjs";
 import {
   anvilPeer,
@@ -42,9 +50,22 @@ const here = dirname(fileURLToPath(import.meta.url));
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const WORKLOAD_IDS = ["eth", "erc20", "call", "balance", "block", "logs", "pool"];
+const WORKLOAD_IDS = [
+  "eth",
+  "erc20",
+  "call",
+  "balance",
+  "block",
+  "logs",
+  "receipts",
+  "oldlogs",
+  "oldblocks",
+  "pool",
+];
+/** The reads that need the history: a chain of one-transfer blocks, sent after the transfers. */
+const HISTORY_READS = ["receipts", "oldlogs", "oldblocks"];
 
-const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--connections N] [--warmup S] [--only a,b] [--workloads a,b] [--pool-count N] [--pool-connections N] [--wait-receipts] [--nodex-cpu-prof] [--build] [--list]
+const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--connections N] [--warmup S] [--only a,b] [--workloads a,b] [--pool-count N] [--pool-connections N] [--history N] [--oldlogs-connections N] [--wait-receipts] [--nodex-cpu-prof] [--nodex-bin PATH] [--build] [--list]
 
   --count N         transactions per transfer workload (ETH, ERC-20), sent one by one (default 2000)
   --duration S      seconds measured per node and read workload (default 10)
@@ -54,8 +75,11 @@ const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--con
   --workloads a,b   run only these workloads (${WORKLOAD_IDS.join(", ")})
   --pool-count N    transfers sent into the pool with automine off (default 1000)
   --pool-connections N  concurrent connections sending them (default 16)
+  --history N       one-transfer blocks sent (not measured) for the old-block reads (default 2000)
+  --oldlogs-connections N  connections of the eth_getLogs read over 1,000 old blocks (default 4)
   --wait-receipts   in the transfer workloads, also wait for each receipt before the next send
   --nodex-cpu-prof  run Nodex under node --cpu-prof; print its top functions, keep the profile
+  --nodex-bin PATH  run this Nodex entry (another checkout's apps/node/bin/nodex.js, built there)
   --build           run \`npm run build\` first even if apps/node/dist/main.js exists
   --list            print the node and workload ids and exit
 `;
@@ -72,6 +96,9 @@ try {
       workloads: { type: "string" },
       "pool-count": { type: "string", default: "1000" },
       "pool-connections": { type: "string", default: "16" },
+      history: { type: "string", default: "2000" },
+      "oldlogs-connections": { type: "string", default: "4" },
+      "nodex-bin": { type: "string" },
       "wait-receipts": { type: "boolean", default: false },
       "nodex-cpu-prof": { type: "boolean", default: false },
       build: { type: "boolean", default: false },
@@ -95,6 +122,9 @@ const opts = {
   warmup: nonNegativeNumber("--warmup", args.warmup),
   poolCount: positiveInteger("--pool-count", args["pool-count"]),
   poolConnections: positiveInteger("--pool-connections", args["pool-connections"]),
+  history: positiveInteger("--history", args.history),
+  oldLogsConnections: positiveInteger("--oldlogs-connections", args["oldlogs-connections"]),
+  nodexBin: args["nodex-bin"] === undefined ? undefined : resolve(args["nodex-bin"]),
   waitReceipts: args["wait-receipts"],
   nodexCPUProfile: args["nodex-cpu-prof"],
 };
@@ -141,12 +171,15 @@ const ACCOUNT0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 /** Fresh addresses (no key, no balance anywhere), so their balances count exactly what we send. */
 const ETH_TO = "0x00000000000000000000000000000000000be0c1";
 const TOKEN_TO = "0x00000000000000000000000000000000000be0c2";
+const HISTORY_TO = "0x00000000000000000000000000000000000be0c4";
 const ETH_VALUE = 1n; // wei per ETH transfer
 const TOKEN_SUPPLY = 10n ** 24n;
 const GAS_TRANSFER = 21_000n;
 const GAS_TOKEN_TRANSFER = 100_000n;
 const GAS_DEPLOY = 2_000_000n;
 const LOG_BLOCKS = 100;
+/** Blocks of the eth_getLogs range over the history (fewer if --history is smaller). */
+const OLD_LOG_BLOCKS = 1000;
 const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
 let ethers;
@@ -208,9 +241,16 @@ async function tokenBalance(rpc, ctx, who) {
 // ---------------------------------------------------------------------------------------------
 // Nodes
 
+/** The checkout a --nodex-bin entry belongs to (…/apps/node/bin/nodex.js), if it is one. */
+function checkoutOf(entry) {
+  const home = resolve(dirname(entry), "../../..");
+  return existsSync(join(home, "apps/node/package.json")) ? home : undefined;
+}
+
 const NODES = [
   nodexServer({
-    entry: join(root, "apps/node/bin/nodex.js"),
+    entry: opts.nodexBin ?? join(root, "apps/node/bin/nodex.js"),
+    home: opts.nodexBin ? (checkoutOf(opts.nodexBin) ?? dirname(opts.nodexBin)) : root,
     nodeArgs: [], // set in main() for --nodex-cpu-prof
   }),
   hardhatPeer(),
@@ -358,7 +398,110 @@ const READS = [
       return { logs: result.length };
     },
   },
+  // The reads of old blocks: each request of `requests` is checked once before the load; under
+  // load each new request takes the next one in a fixed shuffled order that visits every history
+  // transaction (or block) once per cycle, more of them than Nodex caches (256 blocks, 1,024
+  // blocks' receipts), so each answer is read from the database.
+  {
+    id: "receipts",
+    title: `eth_getTransactionReceipt of the ${fmtInt(opts.history)} history transfers, shuffled`,
+    short: "eth_getTransactionReceipt old",
+    requests: (ctx) =>
+      shuffled(ctx.history.txs).map((t) => ({
+        method: "eth_getTransactionReceipt",
+        params: [t.hash],
+        expect: t,
+      })),
+    check(result, _ctx, expect) {
+      if (result === null || typeof result !== "object")
+        throw new Error(`no receipt for ${expect.hash}: ${JSON.stringify(result)}`);
+      if (result.transactionHash?.toLowerCase() !== expect.hash)
+        throw new Error(`receipt of ${result.transactionHash}, asked ${expect.hash}`);
+      if (Number(result.blockNumber) !== expect.block)
+        throw new Error(`receipt in block ${Number(result.blockNumber)}, expected ${expect.block}`);
+      if (result.status !== "0x1" || result.logs?.length !== 1)
+        throw new Error(`receipt with status ${result.status}, ${result.logs?.length} logs`);
+      return {};
+    },
+  },
+  {
+    id: "oldlogs",
+    title: `eth_getLogs of the token's Transfers to one address over ${fmtInt(Math.min(OLD_LOG_BLOCKS, opts.history))} history blocks`,
+    short: `eth_getLogs ${fmtInt(Math.min(OLD_LOG_BLOCKS, opts.history))} blocks`,
+    // One answer is ~600 kB and takes a node from tens of ms to seconds: with 50 connections
+    // the queue alone would exceed autocannon's 10 s timeout on the slower nodes, and a short
+    // window could end before the first answer. So: a closed loop on a few connections that
+    // counts every answer, however long it takes (measureClosedLoop).
+    connections: () => opts.oldLogsConnections,
+    closedLoop: true,
+    request: (ctx) => ({
+      method: "eth_getLogs",
+      params: [
+        {
+          fromBlock: hex(ctx.history.logRange[0]),
+          toBlock: hex(ctx.history.logRange[1]),
+          address: ctx.token,
+          topics: [TRANSFER_TOPIC, null, word(HISTORY_TO)],
+        },
+      ],
+    }),
+    check(result, ctx) {
+      if (!Array.isArray(result)) throw new Error(`not an array: ${JSON.stringify(result)}`);
+      const [from, to] = ctx.history.logRange;
+      const want = ctx.history.txs.filter((t) => t.block >= from && t.block <= to).length;
+      if (result.length !== want)
+        throw new Error(`${result.length} logs, expected ${want} (one per history transfer)`);
+      for (const l of result) {
+        if (
+          l?.address?.toLowerCase() !== ctx.token ||
+          l.topics?.[0] !== TRANSFER_TOPIC ||
+          l.topics?.[2]?.toLowerCase() !== word(HISTORY_TO)
+        )
+          throw new Error(`unexpected log ${JSON.stringify(l).slice(0, 200)}`);
+      }
+      return { logs: result.length };
+    },
+  },
+  {
+    id: "oldblocks",
+    title: `eth_getBlockByNumber(<one of the ${fmtInt(opts.history)} history blocks>, true), shuffled`,
+    short: "eth_getBlockByNumber full, old blocks",
+    requests: (ctx) =>
+      shuffled(ctx.history.txs).map((t) => ({
+        method: "eth_getBlockByNumber",
+        params: [hex(t.block), true],
+        expect: t,
+      })),
+    check(result, _ctx, expect) {
+      if (result === null || typeof result !== "object")
+        throw new Error(`no block ${expect.block}: ${JSON.stringify(result)}`);
+      if (Number(result.number) !== expect.block)
+        throw new Error(`block number ${result.number}, asked ${expect.block}`);
+      const txs = result.transactions;
+      if (!Array.isArray(txs) || txs.length !== 1 || typeof txs[0] !== "object")
+        throw new Error(`block ${expect.block} does not hold one full transaction`);
+      if (txs[0].hash?.toLowerCase() !== expect.hash)
+        throw new Error(`block ${expect.block} holds ${txs[0].hash}, expected ${expect.hash}`);
+      if (txs[0].from?.toLowerCase() !== ACCOUNT0.toLowerCase())
+        throw new Error(`transaction from ${txs[0].from}, expected ${ACCOUNT0}`);
+      return { transactions: 1 };
+    },
+  },
 ];
+
+/** A fixed shuffle (xorshift32, same seed every run), so every node gets the same order. */
+function shuffled(items) {
+  const out = items.slice();
+  let x = 0x9e3779b9;
+  for (let i = out.length - 1; i > 0; i--) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    const j = (x >>> 0) % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Per node
@@ -383,7 +526,8 @@ async function prepareChain(rpc, run) {
     gasPrice *
       (GAS_DEPLOY + GAS_TOKEN_TRANSFER + BigInt(opts.count) * (GAS_TRANSFER + GAS_TOKEN_TRANSFER)) +
     BigInt(opts.count) * ETH_VALUE +
-    (workloadIds.includes("pool") ? BigInt(poolSenderCount()) * 2n * 10n ** 18n : 0n);
+    (workloadIds.includes("pool") ? BigInt(poolSenderCount()) * 2n * 10n ** 18n : 0n) +
+    (needsHistory() ? gasPrice * BigInt(opts.history) * GAS_TOKEN_TRANSFER : 0n);
   run.chain = {
     chainId: hex(chainId),
     gasPrice: hex(gasPrice),
@@ -450,6 +594,67 @@ async function prepareChain(rpc, run) {
     `  chain id ${hex(chainId)}, gas price ${hex(gasPrice)}, account #0 funded; token deployed at ${ctx.token} (block ${Number(receipt.blockNumber)}), balanceOf and transfer checked, 1 block per tx`,
   );
   return ctx;
+}
+
+const needsHistory = () => workloadIds.some((id) => HISTORY_READS.includes(id));
+
+/**
+ * The history the old-block reads run on (set-up, not measured): --history ERC-20 transfers of
+ * 1 token unit to a fresh address, each in a block of its own: each receipt is awaited before
+ * the next send (so Anvil's automine race cannot put two in one block); on a node whose
+ * automine stopped (Anvil after a stall) each send is followed by an evm_mine.
+ * {txs: [{hash, block}], logRange: [from, to], seconds, evmMine}
+ */
+async function buildHistory(rpc, ctx) {
+  const t0 = Date.now();
+  const before = await tokenBalance(rpc, ctx, HISTORY_TO);
+  const data = token.iface.encodeFunctionData("transfer", [HISTORY_TO, 1n]);
+  const txs = [];
+  let evmMine = false;
+  for (let i = 0; i < opts.history; i++) {
+    const tx = sign({
+      chainId: ctx.chainId,
+      nonce: ctx.nonce + i,
+      gasPrice: ctx.gasPrice,
+      gasLimit: GAS_TOKEN_TRANSFER,
+      to: ctx.token,
+      data,
+    });
+    const hash = await rpc.call("eth_sendRawTransaction", [tx.raw]);
+    if (String(hash).toLowerCase() !== tx.hash)
+      throw new Error(
+        `history transfer ${i + 1}: answered ${JSON.stringify(hash)}, expected ${tx.hash}`,
+      );
+    if (evmMine) await rpc.call("evm_mine");
+    let receipt = await waitMined(rpc, tx.hash, 3000);
+    if (!receipt && !evmMine) {
+      evmMine = true;
+      await rpc.call("evm_mine");
+      receipt = await waitMined(rpc, tx.hash, 3000);
+    }
+    if (!receipt)
+      throw new Error(
+        `history transfer ${i + 1} of ${opts.history} was not mined, evm_mine neither`,
+      );
+    if (receipt.status !== "0x1")
+      throw new Error(`history transfer ${i + 1} failed: ${JSON.stringify(receipt)}`);
+    const block = Number(receipt.blockNumber);
+    if (txs.length > 0 && block <= txs[txs.length - 1].block)
+      throw new Error(`history transfers ${i} and ${i + 1} share block ${block}`);
+    txs.push({ hash: tx.hash, block });
+  }
+  ctx.nonce += opts.history;
+  ctx.tokenBalance0 -= BigInt(opts.history);
+  const nonce = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
+  if (nonce !== ctx.nonce) throw new Error(`account #0 nonce is ${nonce}, expected ${ctx.nonce}`);
+  const after = await tokenBalance(rpc, ctx, HISTORY_TO);
+  if (after - before !== BigInt(opts.history))
+    throw new Error(
+      `the history recipient's token balance moved by ${after - before}, expected ${opts.history}`,
+    );
+  const from = txs[0].block;
+  const to = Math.min(from + OLD_LOG_BLOCKS - 1, txs[txs.length - 1].block);
+  return { txs, logRange: [from, to], seconds: (Date.now() - t0) / 1000, evmMine };
 }
 
 /**
@@ -575,31 +780,54 @@ async function runWrite(rpc, handle, ctx, w) {
   };
 }
 
-/** Checks the answer to one read, then loads it with autocannon (the checked body must come back each time). */
+/**
+ * Checks the answer to one read (or to each of a read's `requests`, ids 1..n), then loads it with
+ * autocannon: the checked body must come back each time (or, with `requests`, one of the checked
+ * bodies: each carries its own id).
+ */
 async function runRead(rpc, handle, port, ctx, r) {
-  const { method, params } = r.request(ctx);
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method, params });
-  const res = await rpc.raw(body);
-  let json;
-  try {
-    json = JSON.parse(res.text);
-  } catch {
-    throw new Error(`HTTP ${res.status}, not JSON: ${res.text.slice(0, 200)}`);
+  if (HISTORY_READS.includes(r.id) && !ctx.history)
+    throw new Error(`no history to read: ${ctx.historyError ?? "not built"}`);
+  const list = r.requests ? r.requests(ctx) : [r.request(ctx)];
+  const bodies = [];
+  const expected = new Set();
+  let bytes = 0;
+  let facts;
+  let first;
+  for (const [i, q] of list.entries()) {
+    const id = i + 1;
+    const body = JSON.stringify({ jsonrpc: "2.0", id, method: q.method, params: q.params });
+    const res = await rpc.raw(body);
+    let json;
+    try {
+      json = JSON.parse(res.text);
+    } catch {
+      throw new Error(`HTTP ${res.status}, not JSON: ${res.text.slice(0, 200)}`);
+    }
+    if (json?.error?.code === -32601) return { notServed: true, error: json.error, body };
+    if (json?.error) return { error: json.error, body };
+    if (res.status < 200 || res.status >= 300)
+      throw new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`);
+    if (json?.jsonrpc !== "2.0" || json.id !== id || !("result" in json))
+      throw new Error(`not a JSON-RPC 2.0 answer: ${res.text.slice(0, 200)}`);
+    facts = r.check(json.result, ctx, q.expect);
+    bodies.push(body);
+    expected.add(res.text);
+    bytes += Buffer.byteLength(res.text);
+    first ??= res.text;
   }
-  if (json?.error?.code === -32601) return { notServed: true, error: json.error, body };
-  if (json?.error) return { error: json.error, body };
-  if (res.status < 200 || res.status >= 300)
-    throw new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`);
-  if (json?.jsonrpc !== "2.0" || json.id !== 1 || !("result" in json))
-    throw new Error(`not a JSON-RPC 2.0 answer: ${res.text.slice(0, 200)}`);
-  const facts = r.check(json.result, ctx);
-  const m = await measure(handle, port, { body, calls: 1 }, res.text, opts);
+  const workload = r.requests ? { bodies, expected, calls: 1 } : { body: bodies[0], calls: 1 };
+  const load = r.connections ? { ...opts, connections: r.connections() } : opts;
+  const m = r.closedLoop
+    ? await measureClosedLoop(handle, port, bodies[0], first, load, RPCClient)
+    : await measure(handle, port, workload, r.requests ? undefined : first, load);
   return {
     ...m,
-    body,
-    bodyBytes: Buffer.byteLength(res.text),
+    body: bodies[0],
+    requestCount: bodies.length,
+    bodyBytes: Math.round(bytes / bodies.length),
     facts,
-    answer: res.text.length > 4000 ? `${res.text.slice(0, 4000)}...` : res.text,
+    answer: first.length > 4000 ? `${first.slice(0, 4000)}...` : first,
   };
 }
 
@@ -916,6 +1144,27 @@ async function benchNode(server, run) {
       }
       if (handle.done) break;
     }
+    if (needsHistory() && !handle.done) {
+      try {
+        const h = await buildHistory(rpc, ctx);
+        ctx.history = h;
+        run.results.history = {
+          count: h.txs.length,
+          firstBlock: h.txs[0].block,
+          lastBlock: h.txs[h.txs.length - 1].block,
+          logRange: h.logRange,
+          seconds: h.seconds,
+          evmMine: h.evmMine,
+        };
+        log(
+          `  history ${fmtInt(h.txs.length)} ERC-20 transfers in blocks ${h.txs[0].block}..${h.txs[h.txs.length - 1].block}, one per block, in ${h.seconds.toFixed(1)} s (set-up, not measured)${h.evmMine ? "; automine had stopped: each mined with evm_mine" : ""}`,
+        );
+      } catch (err) {
+        ctx.historyError = err.message;
+        run.results.history = { error: err.message };
+        log(`  history failed: ${err.message}`);
+      }
+    }
     ctx.head = Number(await rpc.call("eth_blockNumber"));
     for (const r of READS) {
       if (!workloadIds.includes(r.id) || handle.done) continue;
@@ -927,7 +1176,7 @@ async function benchNode(server, run) {
           log(`  ${r.id.padEnd(7)} error answer: ${JSON.stringify(m.error).slice(0, 200)}`);
         else
           log(
-            `  ${r.id.padEnd(7)} ${fmtInt(m.reqPerSec).padStart(8)} req/s  p50 ${fmtMs(m.latencyMs.p50)} ms  p99 ${fmtMs(m.latencyMs.p99)} ms  errors ${errorCount(m)}` +
+            `  ${r.id.padEnd(7)} ${fmtRate(m.reqPerSec).padStart(8)} req/s  p50 ${fmtMs(m.latencyMs.p50)} ms  p99 ${fmtMs(m.latencyMs.p99)} ms  errors ${errorCount(m)}` +
               `  ${fmtInt(m.bodyBytes)} B${m.facts.logs ? `, ${m.facts.logs} logs` : ""}${m.facts.transactions ? `, ${m.facts.transactions} tx` : ""}` +
               `  server CPU ${pct(m.serverCPU?.share)}  client CPU ${pct(m.clientCPU.share)}  other CPU ${pct(m.otherCPU?.share)}`,
           );
@@ -1177,13 +1426,17 @@ function printRead(r, runs) {
     rows.push([
       name,
       run.version ?? "",
-      fmtInt(m.reqPerSec),
+      fmtRate(m.reqPerSec),
       fmtMs(m.latencyMs.p50),
       fmtMs(m.latencyMs.p99),
       errs === 0 ? "0" : `${errs} !`,
       fmtInt(m.bodyBytes),
       pct(m.serverCPU?.share),
-      m.serverCPU?.usPerRequest ? m.serverCPU.usPerRequest.toFixed(1) : "—",
+      m.serverCPU?.usPerRequest
+        ? m.serverCPU.usPerRequest >= 1000
+          ? fmtInt(m.serverCPU.usPerRequest)
+          : m.serverCPU.usPerRequest.toFixed(1)
+        : "—",
       nodex?.notServed ? "—" : ratio(nodex?.reqPerSec, m.reqPerSec),
     ]);
     if (errs > 0)
@@ -1196,8 +1449,17 @@ function printRead(r, runs) {
       );
     notesFor(name, m, notes);
   }
+  const varied = runs.map((run) => run.results[r.id]?.requestCount).find((n) => n > 1);
+  if (varied)
+    notes.unshift(
+      `  ${fmtInt(varied)} different requests, each checked once before the load, taken in turn; bytes is their mean answer`,
+    );
+  if (r.closedLoop)
+    notes.unshift(
+      "  closed loop: each connection sends the next request when the answer is in; req/s = answers ÷ time to the last one",
+    );
   printTable(
-    `${r.title} (${opts.connections} connections, ${opts.duration} s after ${opts.warmup} s warm-up)`,
+    `${r.title} (${r.connections?.() ?? opts.connections} connections, ${opts.duration} s after ${opts.warmup} s warm-up)`,
     headers,
     rows,
     notes,
@@ -1390,7 +1652,12 @@ async function main() {
   ethers = await import("ethers");
   signingKey = new ethers.SigningKey(KEY0);
   if (new ethers.Wallet(KEY0).address !== ACCOUNT0) throw new Error("KEY0 is not account #0");
-  if (selected.some((s) => s.kind === "nodex")) ensureNodexBuilt(args.build);
+  if (selected.some((s) => s.kind === "nodex")) {
+    if (opts.nodexBin) {
+      if (!existsSync(opts.nodexBin)) usage(`--nodex-bin: ${opts.nodexBin} does not exist`);
+      log(`Nodex: ${opts.nodexBin} (--nodex-bin; not rebuilt here)`);
+    } else ensureNodexBuilt(args.build);
+  }
 
   tmp = mkdtempSync(join(tmpdir(), "nodex-bench-chain-"));
   const profDir = join(tmp, "cpu-prof");

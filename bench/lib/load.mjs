@@ -83,7 +83,34 @@ export function cpuWindow(pid) {
   };
 }
 
-/** One autocannon run: `load` is {connections, duration}; `workload.body` is POSTed. */
+/**
+ * The varying part of a workload whose requests differ (`workload.bodies`): each new request,
+ * on whichever connection, takes the next body in turn (`workload.cursor` goes on across the
+ * warm-up and the measurement), and a response counts as a mismatch unless it is one of
+ * `workload.expected` (a Set of the checked answers).
+ */
+function varying(workload) {
+  if (!workload.bodies) return { body: workload.body };
+  workload.cursor ??= 0;
+  const { bodies, expected } = workload;
+  return {
+    requests: [
+      {
+        method: "POST",
+        setupRequest(req) {
+          const body = bodies[workload.cursor++ % bodies.length];
+          return { ...req, body };
+        },
+      },
+    ],
+    ...(expected ? { verifyBody: (b) => expected.has(b) } : {}),
+  };
+}
+
+/**
+ * One autocannon run: `load` is {connections, duration}; `workload.body` is POSTed, or with
+ * `workload.bodies` each in turn (see `varying`).
+ */
 export function cannon(port, workload, load, expectBody, latencies) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -91,12 +118,12 @@ export function cannon(port, workload, load, expectBody, latencies) {
         url: `http://127.0.0.1:${port}/`,
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: workload.body,
+        ...varying(workload),
         connections: load.connections,
         pipelining: 1,
         duration: load.duration,
         timeout: 10,
-        ...(expectBody !== undefined ? { expectBody } : {}),
+        ...(expectBody !== undefined && !workload.bodies ? { expectBody } : {}),
       },
       (err, result) => (err ? reject(err) : resolve(result)),
     );
@@ -105,9 +132,10 @@ export function cannon(port, workload, load, expectBody, latencies) {
 }
 
 /**
- * Warm-up, then a measured autocannon run of `workload` ({body, calls}) against the server
- * `handle` on `port`. `load` is {connections, duration, warmup} (seconds). A response whose
- * body differs from `expectBody` counts as a mismatch.
+ * Warm-up, then a measured autocannon run of `workload` ({body, calls}, or {bodies, expected,
+ * calls}) against the server `handle` on `port`. `load` is {connections, duration, warmup}
+ * (seconds). A response whose body differs from `expectBody` (or is not among `expected`)
+ * counts as a mismatch.
  */
 export async function measure(handle, port, workload, expectBody, load) {
   if (load.warmup > 0)
@@ -146,4 +174,68 @@ export async function measure(handle, port, workload, expectBody, load) {
     clientCPU,
     otherCPU,
   };
+}
+
+/**
+ * A closed loop for requests too slow for a short autocannon window (an answer that takes a
+ * node a second would leave autocannon's window empty): `connections` workers, each on its own
+ * keep-alive connection, POST `body` one after another until `duration` seconds have passed
+ * (after `warmup` seconds not counted) and at least `minRequests` answers came back; a request
+ * in flight at the end is waited for and counted. req/s = answers ÷ time to the last answer.
+ * An answer other than `expectBody` counts as a mismatch. Same result fields as `measure`.
+ */
+export async function measureClosedLoop(handle, port, body, expectBody, load, RPCClient) {
+  const { connections, duration, warmup, minRequests = 3 } = load;
+  const clients = Array.from({ length: connections }, () => new RPCClient(port));
+  const run = async (seconds, latencies, min) => {
+    const counts = { requests: 0, non2xx: 0, errors: 0, mismatches: 0, bytes: 0 };
+    const end = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
+    const t0 = process.hrtime.bigint();
+    await Promise.all(
+      clients.map(async (client) => {
+        while (process.hrtime.bigint() < end || counts.requests < min) {
+          const s = process.hrtime.bigint();
+          try {
+            const res = await client.raw(body, 120_000);
+            latencies?.push(Number(process.hrtime.bigint() - s) / 1e6);
+            counts.requests++;
+            counts.bytes += Buffer.byteLength(res.text);
+            if (res.status < 200 || res.status >= 300) counts.non2xx++;
+            else if (res.text !== expectBody) counts.mismatches++;
+          } catch {
+            counts.errors++;
+            if (counts.errors > 10) return;
+          }
+        }
+      }),
+    );
+    return { ...counts, wall: Number(process.hrtime.bigint() - t0) / 1e9 };
+  };
+  try {
+    if (warmup > 0) await run(warmup, undefined, 0);
+    const latencies = new Latencies();
+    const window = cpuWindow(handle.pid);
+    const r = await run(duration, latencies, minRequests);
+    const { serverCPU, clientCPU, otherCPU } = window.end(r.requests);
+    return {
+      reqPerSec: r.requests / r.wall,
+      callsPerSec: r.requests / r.wall,
+      latencyMs: latencies.summary(),
+      requests: r.requests,
+      ok2xx: r.requests - r.non2xx,
+      non2xx: r.non2xx,
+      errors: r.errors,
+      timeouts: 0,
+      mismatches: r.mismatches,
+      resets: 0,
+      throughputBytesPerSec: r.bytes / r.wall,
+      durationS: r.wall,
+      closedLoop: true,
+      serverCPU,
+      clientCPU,
+      otherCPU,
+    };
+  } finally {
+    for (const c of clients) c.close();
+  }
 }

@@ -102,14 +102,16 @@ export function anvilPeer() {
 }
 
 /**
- * Nodex on regtest with a fresh datadir under `tmp`, run as `node <entry> ...` from the repo
- * root. `entry` defaults to apps/node/dist/main.js; `nodeArgs` go before it (e.g. --cpu-prof).
+ * Nodex on regtest with a fresh datadir under `tmp`, run as `node <entry> ...` from `home` (the
+ * checkout whose build runs: this repo unless another worktree is named). `entry` defaults to
+ * <home>/apps/node/dist/main.js; `nodeArgs` go before it (e.g. --cpu-prof).
  */
 export function nodexServer({
   id = "nodex",
   label = "Nodex",
   extraArgs = [],
   entry,
+  home = root,
   nodeArgs = [],
 } = {}) {
   return {
@@ -118,21 +120,27 @@ export function nodexServer({
     kind: "nodex",
     readyTimeoutMs: 60_000,
     prepare(port, tmp) {
-      if (!existsSync(NODEX_MAIN)) {
-        throw new Skip(nodexBuild.error ?? "apps/node/dist/main.js is missing");
+      // `home`: the checkout whose build runs (another worktree with --nodex-bin).
+      const main = home === root ? NODEX_MAIN : join(home, "apps/node/dist/main.js");
+      if (!existsSync(main)) {
+        throw new Skip(
+          home === root
+            ? (nodexBuild.error ?? "apps/node/dist/main.js is missing")
+            : `${main} is missing (build that checkout first)`,
+        );
       }
       const datadir = join(tmp, `${id}-datadir`);
       mkdirSync(datadir, { recursive: true });
       let version = "?";
       try {
-        version = JSON.parse(readFileSync(join(root, "apps/node/package.json"), "utf8")).version;
+        version = JSON.parse(readFileSync(join(home, "apps/node/package.json"), "utf8")).version;
       } catch {}
-      const commit = gitCommit();
+      const commit = gitCommit(home);
       return {
         cmd: process.execPath,
         args: [
           ...nodeArgs,
-          entry ?? NODEX_MAIN,
+          entry ?? main,
           "--regtest",
           "--datadir",
           datadir,
@@ -144,7 +152,7 @@ export function nodexServer({
           "warn",
           ...extraArgs,
         ],
-        cwd: root,
+        cwd: home,
         version: commit ? `${version} (${commit})` : version,
       };
     },

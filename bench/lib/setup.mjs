@@ -139,11 +139,11 @@ function newestSource() {
   return newest;
 }
 
-export function gitCommit() {
-  const r = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" });
+export function gitCommit(dir = root) {
+  const r = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: dir, encoding: "utf8" });
   if (r.status !== 0) return undefined;
   const dirty = spawnSync("git", ["status", "--porcelain", "--", "packages", "apps"], {
-    cwd: root,
+    cwd: dir,
     encoding: "utf8",
   });
   return `${r.stdout.trim()}${dirty.stdout?.trim() ? "+dirty" : ""}`;
