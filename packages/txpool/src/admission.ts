@@ -31,9 +31,16 @@ export class TxAdmission {
     this.#unsubscribe = reader.chain.onHeadChange((change) => this.#onHeadChange(change));
   }
 
-  #onHeadChange(_change: HeadChange): void {
+  #onHeadChange(change: HeadChange): void {
+    const orphaned = orphanedTransactions(change);
     this.#update = this.#update
       .then(async () => {
+        // A reorganization: what the old branch had and the new one lacks waits again, as
+        // geth re-injects it (a rewind by a development control restores its own pool).
+        if (orphaned.length > 0) {
+          const head = await this.poolHead();
+          for (const tx of orphaned) await this.pool.add(tx, head).catch(() => undefined);
+        }
         const { pending, queued } = this.pool.status();
         if (pending + queued > 0) await this.pool.onNewHead(await this.poolHead());
       })
@@ -101,4 +108,18 @@ export class TxAdmission {
   close(): void {
     this.#unsubscribe();
   }
+}
+
+/**
+ * The transactions of blocks a reorganization took out of the canonical chain that the blocks
+ * it put in do not have, in chain order. None for a plain new block or a rewind.
+ */
+function orphanedTransactions(change: HeadChange): SignedTransaction[] {
+  if (change.removed.length === 0 || change.added.length === 0) return [];
+  const kept = new Set<string>();
+  for (const block of change.added)
+    for (const tx of block.block.transactions) kept.add(bytesToHex(tx.hash));
+  return change.removed.flatMap((block) =>
+    block.block.transactions.filter((tx) => !kept.has(bytesToHex(tx.hash))),
+  );
 }
