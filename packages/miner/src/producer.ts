@@ -61,6 +61,8 @@ export class BlockProducer implements PendingSource {
   #nextSnapshot = 1n;
   #pendingBlock: { key: string; block: Promise<PendingBlock> } | undefined;
   #interval: { timer: NodeJS.Timeout; current: Promise<unknown> } | undefined;
+  /** Block making in progress: one block at a time. */
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(chain: Chain, admission: TxAdmission, opts: BlockProducerOptions) {
     this.#chain = chain;
@@ -105,6 +107,7 @@ export class BlockProducer implements PendingSource {
   }
 
   #startInterval(seconds: number): void {
+    if (this.#interval !== undefined) return;
     const interval = { timer: undefined as unknown as NodeJS.Timeout, current: Promise.resolve() };
     interval.timer = setInterval(() => {
       interval.current = interval.current.then(() =>
@@ -132,10 +135,15 @@ export class BlockProducer implements PendingSource {
   ): Promise<Uint8Array> {
     const { tx, status } = await this.#admission.admit(input, opts);
     if (!this.#autoMining || status !== "pending") return tx.hash;
-    const mined = await this.#minePending();
-    const rejected = mined.rejected.find((r) => equalBytes(r.tx.hash, tx.hash));
+    const pool = this.#admission.pool;
+    // Sends that arrive together share blocks: a block mined for an earlier send may have taken
+    // this one already, and then no block is made for it.
+    const mined = await this.#enqueue(() =>
+      pool.get(tx.hash) === undefined ? Promise.resolve(undefined) : this.#mineNow(),
+    );
+    const rejected = mined?.rejected.find((r) => equalBytes(r.tx.hash, tx.hash));
     if (rejected !== undefined) {
-      this.#admission.pool.remove([tx.hash]);
+      pool.remove([tx.hash]);
       throw new MinerError(MinerErrorCode.TRANSACTION_REJECTED, rejected.error.message, {
         hash: bytesToHex(tx.hash),
       });
@@ -154,7 +162,18 @@ export class BlockProducer implements PendingSource {
     return this.#minePending();
   }
 
-  async #minePending(timestamp?: bigint): Promise<MinedBlock> {
+  #minePending(timestamp?: bigint): Promise<MinedBlock> {
+    return this.#enqueue(() => this.#mineNow(timestamp));
+  }
+
+  /** Runs block-making steps one at a time, so each reads the pool after the last block. */
+  #enqueue<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #mineNow(timestamp?: bigint): Promise<MinedBlock> {
     const pool = this.#admission.pool;
     await this.#admission.settled();
     const mined = await this.#chain.mine(pool.pending(), this.#mineOptions(timestamp));

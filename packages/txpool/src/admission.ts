@@ -78,11 +78,12 @@ export class TxAdmission {
     opts: { local?: boolean } = {},
   ): Promise<Admitted> {
     const tx = input instanceof Uint8Array ? decodeTransaction(input) : input;
-    if ((await this.#reader.chain.getTransactionLocation(tx.hash)) !== undefined) {
+    const location = await this.#reader.chain.getTransactionLocation(tx.hash);
+    if (location !== undefined) {
       throw new TxPoolError(
         TxPoolErrorCode.ALREADY_KNOWN,
-        `already known: transaction ${bytesToHex(tx.hash)} is in block`,
-        { hash: bytesToHex(tx.hash) },
+        `already known: transaction ${bytesToHex(tx.hash)} is in block ${bytesToHex(location.blockHash)}`,
+        { hash: bytesToHex(tx.hash), blockHash: bytesToHex(location.blockHash) },
       );
     }
     await this.#update;

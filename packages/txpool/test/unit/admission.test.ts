@@ -215,3 +215,39 @@ describe("TxAdmission and the head", () => {
     });
   });
 });
+
+describe("TxAdmission on a reorganization", () => {
+  it("puts back the transactions of the blocks that left, unless the new branch has them", async () => {
+    // Branch A: one block with alice's and bob's payments. Branch C: two blocks (heavier), the
+    // first with bob's payment only.
+    const a = await setup();
+    const c = await setup();
+    const alicePays = pay(alice, 0n);
+    const bobPays = pay(bob, 0n);
+    const branchA = [(await a.chain.mine([alicePays, bobPays], { coinbase: MINER })).block];
+    const branchC = [
+      (await c.chain.mine([bobPays], { coinbase: MINER, timestamp: 2_000n })).block,
+      (await c.chain.mine([], { coinbase: MINER, timestamp: 2_001n })).block,
+    ];
+    const { chain, pool, admission } = await setup();
+    await chain.importBlock(branchA[0]!);
+    await admission.settled();
+    expect(pool.status()).toEqual({ pending: 0, queued: 0 });
+    for (const block of branchC)
+      expect((await chain.importBlock(block)).result).not.toBe("INVALID_BLOCK");
+    expect(chain.head.block.header.number).toBe(2n);
+    await admission.settled();
+    // Alice's payment left the chain with branch A: it waits again. Bob's is in branch C.
+    expect(pool.get(alicePays.hash)?.status).toBe("pending");
+    expect(pool.get(bobPays.hash)).toBeUndefined();
+    expect(pool.status()).toEqual({ pending: 1, queued: 0 });
+  });
+
+  it("puts nothing back on a rewind (development controls restore their own pool)", async () => {
+    const { chain, pool, admission } = await setup();
+    await chain.mine([pay(alice, 0n)], { coinbase: MINER });
+    await chain.rewindTo(0n);
+    await admission.settled();
+    expect(pool.status()).toEqual({ pending: 0, queued: 0 });
+  });
+});
