@@ -2,7 +2,9 @@
 // Chain bench: a chain workload against Nodex (regtest), Hardhat's node, Ganache and Anvil, one
 // node at a time, in one run: signed ETH transfers and ERC-20 transfers sent one by one with
 // automine (tx/s), then eth_call, eth_getBalance, eth_getBlockByNumber (full transactions) and
-// eth_getLogs under autocannon (req/s, p99); then, with automine off, pre-signed transfers from
+// eth_getLogs under autocannon (req/s, p99); then, over a history of one-transfer blocks sent
+// for them, receipts, eth_getLogs over 1,000 blocks and full blocks of old blocks (more than
+// the node caches, in a shuffled order); then, with automine off, pre-signed transfers from
 // several senders sent concurrently into the pool (admitted tx/s) and mined with evm_mine (ms per
 // block, transactions per block). Prints each figure and the ratio Nodex ÷ peer.
 //
@@ -602,10 +604,11 @@ const needsHistory = () => workloadIds.some((id) => HISTORY_READS.includes(id));
  * The history the old-block reads run on (set-up, not measured): --history ERC-20 transfers of
  * 1 token unit to a fresh address, each in a block of its own: each receipt is awaited before
  * the next send (so Anvil's automine race cannot put two in one block); on a node whose
- * automine stopped (Anvil after a stall) each send is followed by an evm_mine.
+ * automine stopped (Anvil after a stall) automine is turned off for good measure and each send
+ * is followed by an evm_mine (then automine goes back on), so that the blocks stay contiguous.
  * {txs: [{hash, block}], logRange: [from, to], seconds, evmMine}
  */
-async function buildHistory(rpc, ctx) {
+async function buildHistory(rpc, ctx, server) {
   const t0 = Date.now();
   const before = await tokenBalance(rpc, ctx, HISTORY_TO);
   const data = token.iface.encodeFunctionData("transfer", [HISTORY_TO, 1n]);
@@ -629,6 +632,7 @@ async function buildHistory(rpc, ctx) {
     let receipt = await waitMined(rpc, tx.hash, 3000);
     if (!receipt && !evmMine) {
       evmMine = true;
+      if (AUTOMINE[server.id]) await automine(rpc, server, false);
       await rpc.call("evm_mine");
       receipt = await waitMined(rpc, tx.hash, 3000);
     }
@@ -643,6 +647,7 @@ async function buildHistory(rpc, ctx) {
       throw new Error(`history transfers ${i} and ${i + 1} share block ${block}`);
     txs.push({ hash: tx.hash, block });
   }
+  if (evmMine && AUTOMINE[server.id]) await automine(rpc, server, true);
   ctx.nonce += opts.history;
   ctx.tokenBalance0 -= BigInt(opts.history);
   const nonce = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
@@ -780,6 +785,18 @@ async function runWrite(rpc, handle, ctx, w) {
   };
 }
 
+/** rpc.raw, tried again (up to 3 times in all) after a socket error such as ECONNRESET. */
+async function rawRetry(rpc, body) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await rpc.raw(body);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      await sleep(100);
+    }
+  }
+}
+
 /**
  * Checks the answer to one read (or to each of a read's `requests`, ids 1..n), then loads it with
  * autocannon: the checked body must come back each time (or, with `requests`, one of the checked
@@ -797,7 +814,7 @@ async function runRead(rpc, handle, port, ctx, r) {
   for (const [i, q] of list.entries()) {
     const id = i + 1;
     const body = JSON.stringify({ jsonrpc: "2.0", id, method: q.method, params: q.params });
-    const res = await rpc.raw(body);
+    const res = await rawRetry(rpc, body);
     let json;
     try {
       json = JSON.parse(res.text);
@@ -1146,7 +1163,7 @@ async function benchNode(server, run) {
     }
     if (needsHistory() && !handle.done) {
       try {
-        const h = await buildHistory(rpc, ctx);
+        const h = await buildHistory(rpc, ctx, server);
         ctx.history = h;
         run.results.history = {
           count: h.txs.length,
