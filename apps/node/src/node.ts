@@ -1,12 +1,11 @@
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
-import type { BlockProducer } from "@nodex/miner";
 import { createRPCServer, type RPCServer } from "@nodex/rpc";
 import type { Database } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
-import { createCore } from "./services.js";
+import { createCore, type NodeCore } from "./services.js";
 import { NODEX_VERSION } from "./version.js";
 
 export interface NodexNode {
@@ -22,7 +21,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let db: Database | undefined;
   let rpc: RPCServer | undefined;
   let stopping: Promise<void> | undefined;
-  let producer: BlockProducer | undefined;
+  let core: NodeCore | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -38,10 +37,9 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       const { chain, executor } = opened;
       if (config.network.devAccounts) printDevAccounts();
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
-      const core = createCore(config, chain, executor, logger, wallet);
-      producer = core.producer;
+      core = createCore(config, chain, executor, logger, wallet);
       // The transactions kept in the journal come back; automine mines them, an interval starts.
-      await producer.start();
+      await core.producer.start();
       rpc = createRPCServer(config.rpc, {
         services: core.services,
         logger: logger.child({ module: "rpc" }),
@@ -52,7 +50,11 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       stopping ??= (async () => {
         logger.info("Shutting down");
         await rpc?.stop();
-        await producer?.stop();
+        await core?.producer.stop();
+        // The journal keeps only the transactions still waiting.
+        await core?.admission.pool.closeJournal().catch((err: unknown) => {
+          logger.error("Writing the txpool journal failed", { error: (err as Error).message });
+        });
         await db?.close();
         logger.info("Stopped");
       })();

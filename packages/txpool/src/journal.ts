@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, rename } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
 import { bytesToHex, hexToBytes } from "@nodex/types";
 
@@ -57,4 +57,26 @@ export async function writeJournal(path: string, raws: readonly Uint8Array[]): P
     await file.close();
   }
   await rename(temp, path);
+}
+
+/**
+ * Opens the journal for appending, writing the header first when the file is new. Appends are
+ * not synced: a write the operating system took survives the node's process being killed; a
+ * power cut may lose the last ones, as with geth's journal.
+ */
+export async function openJournalForAppend(path: string): Promise<FileHandle> {
+  await mkdir(dirname(path), { recursive: true });
+  const file = await open(path, "a");
+  try {
+    if ((await file.stat()).size === 0) await file.write(`${JOURNAL_HEADER}\n`);
+  } catch (err) {
+    await file.close().catch(() => {});
+    throw err;
+  }
+  return file;
+}
+
+/** Appends one transaction's line. */
+export async function appendJournal(file: FileHandle, raw: Uint8Array): Promise<void> {
+  await file.write(`${bytesToHex(raw)}\n`);
 }

@@ -1,7 +1,8 @@
+import type { FileHandle } from "node:fs/promises";
 import { intrinsicGas } from "@nodex/evm";
 import { type Address, bytesToHex, decodeTransaction, type SignedTransaction } from "@nodex/types";
 import { chainIdMismatch, TxPoolError, TxPoolErrorCode } from "./errors.js";
-import { readJournal, writeJournal } from "./journal.js";
+import { appendJournal, openJournalForAppend, readJournal, writeJournal } from "./journal.js";
 import { type ResolvedTxPoolOptions, resolveTxPoolOptions, type TxPoolOptions } from "./options.js";
 
 /** What the pool reads of the head's state. */
@@ -69,6 +70,9 @@ interface Account {
  * State is read (awaited) before any change is made, so calls may overlap: each change itself is
  * synchronous.
  */
+/** Stale journal lines tolerated before a rewrite, however few transactions are live. */
+const JOURNAL_STALE_MIN = 256;
+
 export class TxPool {
   readonly #opts: ResolvedTxPoolOptions;
   readonly #all = new Map<string, Entry>();
@@ -82,6 +86,10 @@ export class TxPool {
   #journalDirty = false;
   #journalError: unknown;
   #loadingJournal = false;
+  /** The journal open for appending, between two rewrites. */
+  #journalFile: FileHandle | undefined;
+  /** Transaction lines in the journal file: the live locals plus those that left the pool. */
+  #journalLines = 0;
 
   constructor(opts: TxPoolOptions) {
     this.#opts = resolveTxPoolOptions(opts);
@@ -107,7 +115,7 @@ export class TxPool {
     ]);
     this.#checkKnown(key);
     const { result, journal } = this.#admit(tx, key, local, stateNonce, balance);
-    if (journal) await this.#journalChanged();
+    if (journal) await (local ? this.#journalAppend(tx.raw) : this.#journalLeft());
     return result;
   }
 
@@ -150,7 +158,7 @@ export class TxPool {
       }
     }
     this.#trimQueues();
-    if (localsChanged) await this.#journalChanged();
+    if (localsChanged) await this.#journalLeft();
   }
 
   /**
@@ -226,7 +234,7 @@ export class TxPool {
       }
       if (this.#accounts.get(account.key) === account) this.#reorganize(account, undefined);
     }
-    if (localsChanged) void this.#journalChanged();
+    if (localsChanged) void this.#journalLeft();
   }
 
   /**
@@ -325,6 +333,18 @@ export class TxPool {
     }
   }
 
+  /**
+   * Rewrites the journal with the live local transactions only (when some lines are stale)
+   * and closes it: at the node's stop. The pool may be used again afterwards; the journal is
+   * reopened on the next write.
+   */
+  async closeJournal(): Promise<void> {
+    if (this.#opts.journalPath !== undefined && this.#journalLines !== this.#localCount)
+      void this.#journalChanged();
+    this.#journalWrite = this.#journalWrite.then(() => this.#closeJournalFile());
+    await this.flushJournal();
+  }
+
   // --- validation -------------------------------------------------------------------------
 
   #checkKnown(key: string): void {
@@ -413,7 +433,7 @@ export class TxPool {
       if (this.#accounts.get(sender) === account) this.#reorganize(account, balance);
       else account = undefined;
       // Written whether or not this transaction is then accepted.
-      if (localsDropped) void this.#journalChanged();
+      if (localsDropped) void this.#journalLeft();
     }
 
     const existing = account?.txs.get(tx.nonce);
@@ -694,6 +714,7 @@ export class TxPool {
   // --- journal ----------------------------------------------------------------------------
 
   /** Schedules a rewrite of the journal with the current locals; resolves when it is written. */
+  /** Rewrites the journal with the live local transactions (atomically: temp file, rename). */
   #journalChanged(): Promise<void> {
     const path = this.#opts.journalPath;
     if (path === undefined || this.#loadingJournal) return Promise.resolve();
@@ -708,13 +729,56 @@ export class TxPool {
         )
         .map((e) => e.tx.raw);
       try {
+        // Appends after the rename must go to the new file, not the replaced one.
+        await this.#closeJournalFile();
         await writeJournal(path, locals);
+        this.#journalLines = locals.length;
         this.#journalError = undefined;
       } catch (err) {
         this.#journalError = err;
       }
     });
     return this.#journalWrite;
+  }
+
+  /** Appends a new local transaction to the journal (no rewrite, no sync: see `journal.ts`). */
+  #journalAppend(raw: Uint8Array): Promise<void> {
+    const path = this.#opts.journalPath;
+    if (path === undefined || this.#loadingJournal) return Promise.resolve();
+    if (this.#journalDirty) return this.#journalChanged();
+    this.#journalWrite = this.#journalWrite.then(async () => {
+      // A rewrite queued meanwhile already has this transaction.
+      if (this.#journalDirty) return;
+      try {
+        this.#journalFile ??= await openJournalForAppend(path);
+        await appendJournal(this.#journalFile, raw);
+        this.#journalLines++;
+        this.#journalError = undefined;
+      } catch (err) {
+        this.#journalError = err;
+        // Whatever half reached the file, the next write starts from a clean rewrite.
+        this.#journalDirty = true;
+        await this.#closeJournalFile();
+      }
+    });
+    return this.#journalWrite;
+  }
+
+  /**
+   * Local transactions left the pool (mined, dropped, replaced): their lines stay in the journal
+   * (reloading them finds them stale) until stale lines outnumber the live ones, then one
+   * rewrite drops them all. One rewrite per many blocks, not one per transaction.
+   */
+  #journalLeft(): Promise<void> {
+    const stale = this.#journalLines - this.#localCount;
+    if (stale > Math.max(JOURNAL_STALE_MIN, this.#localCount)) return this.#journalChanged();
+    return Promise.resolve();
+  }
+
+  async #closeJournalFile(): Promise<void> {
+    const file = this.#journalFile;
+    this.#journalFile = undefined;
+    if (file !== undefined) await file.close().catch(() => {});
   }
 }
 

@@ -50,15 +50,59 @@ describe("journal", () => {
     await pool.add(transfer(0, 0, 10n), head(state), { local: true });
     await pool.add(transfer(0, 1, 10n), head(state), { local: true });
     await pool.add(transfer(0, 1, 20n), head(state), { local: true });
+    await pool.closeJournal();
     expect(lines(await readFile(path, "utf8"))).toEqual([
       bytesToHex(transfer(0, 0, 10n).raw),
       bytesToHex(transfer(0, 1, 20n).raw),
     ]);
     pool.remove([transfer(0, 0, 10n).hash]);
-    await pool.flushJournal();
+    await pool.closeJournal();
     expect(lines(await readFile(path, "utf8"))).toEqual([bytesToHex(transfer(0, 1, 20n).raw)]);
     pool.clear();
     await pool.flushJournal();
+    expect(lines(await readFile(path, "utf8"))).toEqual([]);
+  });
+
+  it("appends each new local without rewriting; stale lines go at a rewrite, and a reload keeps the live ones", async () => {
+    const state = richState(1);
+    const pool = new TxPool({ chainId: CHAIN_ID, journalPath: path });
+    await pool.add(transfer(0, 0), head(state), { local: true });
+    await pool.add(transfer(0, 1), head(state), { local: true });
+    pool.remove([transfer(0, 0).hash]);
+    await pool.flushJournal();
+    // Written as they came; the mined one stays until a rewrite.
+    expect(lines(await readFile(path, "utf8"))).toEqual([
+      bytesToHex(transfer(0, 0).raw),
+      bytesToHex(transfer(0, 1).raw),
+    ]);
+    state.set(sender(0), { nonce: 1n });
+    const again = new TxPool({ chainId: CHAIN_ID, journalPath: path });
+    const loaded = await again.loadJournal(head(state));
+    expect(loaded.loaded).toBe(1);
+    expect(again.get(transfer(0, 1).hash)?.local).toBe(true);
+    // Loading rewrites the journal with what is live.
+    expect(lines(await readFile(path, "utf8"))).toEqual([bytesToHex(transfer(0, 1).raw)]);
+    await again.add(transfer(0, 2), head(state), { local: true });
+    await again.flushJournal();
+    expect(lines(await readFile(path, "utf8"))).toEqual([
+      bytesToHex(transfer(0, 1).raw),
+      bytesToHex(transfer(0, 2).raw),
+    ]);
+  });
+
+  it("rewrites once stale lines outnumber the live ones", async () => {
+    const state = richState(1);
+    const pool = new TxPool({ chainId: CHAIN_ID, journalPath: path });
+    for (let n = 0; n < 300; n++) {
+      state.set(sender(0), { nonce: BigInt(n) }); // the one before was mined
+      await pool.add(transfer(0, n), head(state), { local: true });
+      pool.remove([transfer(0, n).hash]);
+    }
+    await pool.flushJournal();
+    // 300 lines were appended and all went stale: at most 256 stale lines are kept.
+    expect(lines(await readFile(path, "utf8")).length).toBeLessThanOrEqual(257);
+    expect(lines(await readFile(path, "utf8")).length).toBeGreaterThan(0);
+    await pool.closeJournal();
     expect(lines(await readFile(path, "utf8"))).toEqual([]);
   });
 
@@ -69,7 +113,7 @@ describe("journal", () => {
     await pool.add(transfer(0, 1), head(state), { local: true });
     state.set(sender(0), { nonce: 1n }); // 0 mined; the pool has not seen the head yet
     await pool.add(transfer(0, 2), head(state));
-    await pool.flushJournal();
+    await pool.closeJournal();
     expect(lines(await readFile(path, "utf8"))).toEqual([bytesToHex(transfer(0, 1).raw)]);
   });
 
