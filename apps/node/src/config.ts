@@ -2,7 +2,12 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { DEFAULT_CHAIN_CACHE_SIZES, DEFAULT_STATE_CACHE } from "@nodex/chain";
-import { defaultRPCOptions, type HttpLayer, type RPCOptions } from "@nodex/rpc";
+import {
+  DEFAULT_FILTER_OPTIONS,
+  defaultRPCOptions,
+  type HttpLayer,
+  type RPCOptions,
+} from "@nodex/rpc";
 import { DEFAULT_TRIE_NODE_CACHE } from "@nodex/state";
 import {
   type LogLevel,
@@ -204,6 +209,11 @@ export function parseCommandLine(environment: Environment): Command {
     maxBatchSize: pick<number>("rpcMaxBatchSize") ?? defaultRPCOptions.maxBatchSize,
     maxResponseBytes: pick<number>("rpcMaxResponseBytes") ?? defaultRPCOptions.maxResponseBytes,
     timeoutMs: pick<number>("rpcTimeoutMs") ?? defaultRPCOptions.timeoutMs,
+    filters: {
+      timeoutMs:
+        (pick<number>("rpcFilterTimeout") ?? DEFAULT_FILTER_OPTIONS.timeoutMs / 1000) * 1000,
+      maxFilters: pick<number>("rpcMaxFilters") ?? DEFAULT_FILTER_OPTIONS.maxFilters,
+    },
     httpLayer: pick<HttpLayer>("rpcHttpLayer") ?? defaultRPCOptions.httpLayer,
   };
   const config: NodeConfig = {

@@ -213,6 +213,25 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 3_600_000, "a time in milliseconds"),
   },
   {
+    key: "rpcFilterTimeout",
+    flag: "--rpc-filter-timeout",
+    env: "NODEX_RPC_FILTER_TIMEOUT",
+    valueName: "SECONDS",
+    description:
+      "a filter (eth_newFilter, eth_newBlockFilter, eth_newPendingTransactionFilter) not polled for this long is removed",
+    defaultText: "300 (the reference node's 5 minutes)",
+    parse: integer(1, 86_400, "a number of seconds"),
+  },
+  {
+    key: "rpcMaxFilters",
+    flag: "--rpc-max-filters",
+    env: "NODEX_RPC_MAX_FILTERS",
+    valueName: "N",
+    description: "filters installed at once; past it eth_new*Filter answers -32011",
+    defaultText: "10000",
+    parse: integer(1, 1_000_000, "a number of filters"),
+  },
+  {
     key: "rpcHttpLayer",
     flag: "--rpc-http-layer",
     env: "NODEX_RPC_HTTP_LAYER",

@@ -107,6 +107,10 @@ export function createCore(
     transactions: producer,
     pool,
     dev: producer,
+    events: {
+      onHeadChange: (listener) => chain.onHeadChange(listener),
+      onNewTransaction: (listener) => admission.onAdmitted(listener),
+    },
     miner,
   };
   return { reader, admission, producer, miner, services };

@@ -203,9 +203,16 @@ export class Chain {
     head: StoredBlock,
     removed: readonly StoredBlock[],
     added: readonly StoredBlock[],
+    deletedReceipts?: ReadonlyMap<string, readonly Receipt[]>,
   ): void {
     this.#head = head;
-    const change: HeadChange = { head, removed, added };
+    const change: HeadChange = {
+      head,
+      removed,
+      added,
+      receipts: async (block) =>
+        deletedReceipts?.get(bytesToHex(block.hash)) ?? this.#store.getReceipts(block.hash),
+    };
     for (const listener of this.#headListeners) {
       try {
         listener(change);
@@ -485,6 +492,12 @@ export class Chain {
       const block = await this.getBlockByNumber(n);
       if (block !== undefined) removed.push(block);
     }
+    // Listeners of the change may want what the rewind deletes (removed logs, for one).
+    const deletedReceipts = new Map<string, readonly Receipt[]>();
+    for (const block of removed) {
+      const receipts = await this.#store.getReceipts(block.hash);
+      if (receipts !== undefined) deletedReceipts.set(bytesToHex(block.hash), receipts);
+    }
     const ops: WriteOp[] = [];
     for (const block of removed)
       ops.push(...canonicalDeletes(block, true), ...blockDeletes(block.hash));
@@ -496,7 +509,7 @@ export class Chain {
     }
     this.#sideBlocks.clear();
     this.#production.dropHeadState();
-    this.#setHead(target, removed, []);
+    this.#setHead(target, removed, [], deletedReceipts);
     this.#log.info("Rewound the chain", { head: number, removedBlocks: removed.length });
     return target;
   }

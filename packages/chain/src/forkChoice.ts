@@ -1,4 +1,4 @@
-import { equalBytes } from "@nodex/types";
+import { equalBytes, type Receipt } from "@nodex/types";
 import type { StoredBlock } from "./blockStore.js";
 import { ChainError, ChainErrorCode } from "./errors.js";
 
@@ -12,6 +12,11 @@ export interface HeadChange {
   readonly head: StoredBlock;
   readonly removed: readonly StoredBlock[];
   readonly added: readonly StoredBlock[];
+  /**
+   * The receipts of a block of `removed` or `added`, also of blocks a rewind deleted from the
+   * database (kept for this change's listeners).
+   */
+  receipts(block: StoredBlock): Promise<readonly Receipt[] | undefined>;
 }
 
 /** How the canonical chain changes when a block becomes the head. */

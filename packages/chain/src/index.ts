@@ -21,6 +21,7 @@ export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis
 export { mergedMiningRules, SYNTHETIC_SEALER } from "./mergedMining.js";
 export type { MineOptions, RejectedTransaction } from "./production.js";
 export {
+  blockLogs,
   ChainReader,
   type ChainReaderOptions,
   DEFAULT_STATE_CACHE,

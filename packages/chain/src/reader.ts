@@ -341,21 +341,7 @@ export class ChainReader {
     }
     const receipts = await this.chain.getReceipts(block.hash);
     if (receipts === undefined) return;
-    let logIndex = 0;
-    receipts.forEach((receipt, txIndex) => {
-      for (const log of receipt.logs) {
-        if (logMatches(log, query)) {
-          out.push({
-            log,
-            block,
-            transactionHash: block.block.transactions[txIndex]!.hash,
-            transactionIndex: txIndex,
-            logIndex,
-          });
-        }
-        logIndex++;
-      }
-    });
+    out.push(...blockLogs(block, receipts, query));
   }
 
   async transaction(hash: Uint8Array): Promise<IncludedTransaction | null> {
@@ -389,7 +375,32 @@ export function isPendingTag(selector: BlockSelector): boolean {
   return selector.kind === "tag" && selector.tag === BlockTag.PENDING;
 }
 
-function logMatches(log: Log, query: LogQuery): boolean {
+/** The logs of `block` (with its `receipts`) that `query`'s addresses and topics select. */
+export function blockLogs(
+  block: StoredBlock,
+  receipts: readonly Receipt[],
+  query: Pick<LogQuery, "addresses" | "topics">,
+): FoundLog[] {
+  const out: FoundLog[] = [];
+  let logIndex = 0;
+  receipts.forEach((receipt, txIndex) => {
+    for (const log of receipt.logs) {
+      if (logMatches(log, query)) {
+        out.push({
+          log,
+          block,
+          transactionHash: block.block.transactions[txIndex]!.hash,
+          transactionIndex: txIndex,
+          logIndex,
+        });
+      }
+      logIndex++;
+    }
+  });
+  return out;
+}
+
+function logMatches(log: Log, query: Pick<LogQuery, "addresses" | "topics">): boolean {
   if (query.addresses.length > 0 && !query.addresses.some((a) => equalBytes(a, log.address)))
     return false;
   for (let i = 0; i < query.topics.length; i++) {

@@ -1,6 +1,13 @@
 export type { DispatcherOptions, DispatchOutput, RequestId } from "./dispatcher.js";
 export { Dispatcher, errorResponse } from "./dispatcher.js";
 export { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
+export {
+  DEFAULT_FILTER_OPTIONS,
+  type FilterChanges,
+  FilterManager,
+  type FilterOptions,
+  type LogChange,
+} from "./filters.js";
 export type { HealthReport, HttpAppOptions, HttpReply, HttpRequestHead } from "./http/app.js";
 export { HttpApp } from "./http/app.js";
 export { chooseTransport } from "./http/index.js";
@@ -40,6 +47,7 @@ export type {
   MinerService,
   MinerWork,
   MiningView,
+  NodeEvents,
   PeersView,
   PoolView,
   RPCServices,

@@ -1,4 +1,5 @@
 import type { ModuleName } from "@nodex/types";
+import type { FilterOptions } from "./filters.js";
 
 /** Settings of the JSON-RPC service. Plain values; `apps/node` builds them from its config. */
 export interface RPCOptions {
@@ -23,6 +24,8 @@ export interface RPCOptions {
    * elsewhere), `uws` (uWebSockets.js or a start-up error) or `node` (node:http).
    */
   readonly httpLayer: HttpLayer;
+  /** Filter expiry and limits; `DEFAULT_FILTER_OPTIONS` for those not given. */
+  readonly filters?: Partial<FilterOptions>;
 }
 
 export type HttpLayer = "auto" | "uws" | "node";

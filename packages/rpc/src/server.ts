@@ -1,11 +1,13 @@
 import type { Logger, ModuleName } from "@nodex/types";
 import { Dispatcher } from "./dispatcher.js";
+import { FilterManager } from "./filters.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { ethAccountsModule } from "./modules/ethAccounts.js";
 import { ethChainModule } from "./modules/ethChain.js";
 import { evmModule } from "./modules/evm.js";
+import { filterModule } from "./modules/filters.js";
 import { builtinModules } from "./modules/index.js";
 import { miningModules } from "./modules/mining.js";
 import { nodexChainModule } from "./modules/nodexChain.js";
@@ -44,10 +46,15 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const rpc = rpcModule(() =>
     Object.fromEntries((registry?.enabledModules() ?? []).map((name) => [name, MODULE_VERSION])),
   );
-  const { reader, transactions, pool, dev, miner, wallet } = deps.services;
+  const { reader, transactions, pool, dev, miner, wallet, events } = deps.services;
   const chainModules: ModuleDefinition[] = [];
   if (reader !== undefined)
     chainModules.push(ethChainModule(reader, transactions), nodexChainModule(reader));
+  const filters =
+    reader === undefined || events === undefined
+      ? undefined
+      : new FilterManager(reader, events, opts.filters);
+  if (filters !== undefined) chainModules.push(filterModule(filters));
   if (pool !== undefined) chainModules.push(...txpoolModules(pool));
   // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
   if (dev !== undefined) chainModules.push(evmModule(dev));
@@ -102,6 +109,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       return bound;
     },
     async stop() {
+      filters?.close();
       await transport.close();
       bound = undefined;
     },

@@ -1,5 +1,6 @@
 import type {
   FoundLog,
+  HeadChange,
   IncludedReceipt,
   IncludedTransaction,
   LogQuery,
@@ -21,6 +22,14 @@ export interface ChainView {
   blockNumber(): bigint;
   /** A gas price that gets a transaction included in the next block, in wei. */
   gasPrice(): bigint;
+}
+
+/** The node's events the filters follow. */
+export interface NodeEvents {
+  /** Every change of the canonical head, with the blocks that left and joined the chain. */
+  onHeadChange(listener: (change: HeadChange) => void): () => void;
+  /** Every transaction the pool took in. */
+  onNewTransaction(listener: (tx: SignedTransaction) => void): () => void;
 }
 
 /** What the state methods read of the state after a block. */
@@ -221,6 +230,8 @@ export interface RPCServices {
   readonly pool?: PoolView;
   /** The `evm_` methods are served when present (and the module is enabled). */
   readonly dev?: DevControls;
+  /** The node's events: with `reader`, the filter methods are served. */
+  readonly events?: NodeEvents;
   /** Merged-mining work and submissions; the `mnr_` and work methods are served when present. */
   readonly miner?: MinerService;
 }

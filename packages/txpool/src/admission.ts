@@ -21,6 +21,8 @@ export class TxAdmission {
   /** The pool's update after the last change of the head (admissions wait for it). */
   #update: Promise<void> = Promise.resolve();
   readonly #unsubscribe: () => void;
+  /** Told of each transaction the pool took through `admit`. */
+  readonly #admittedListeners = new Set<(tx: SignedTransaction) => void>();
 
   constructor(reader: ChainReader, pool: TxPool, logger?: Logger) {
     this.pool = pool;
@@ -88,7 +90,23 @@ export class TxAdmission {
     }
     await this.#update;
     const added = await this.pool.add(tx, await this.poolHead(), { local: opts.local ?? false });
+    for (const listener of this.#admittedListeners) {
+      try {
+        listener(tx);
+      } catch (err) {
+        this.#log?.error("An admission listener failed", { error: (err as Error).message });
+      }
+    }
     return { ...added, tx };
+  }
+
+  /**
+   * Calls `listener` with each transaction `admit` puts in the pool (pending or queued), before
+   * `admit` resolves. Returns the function that unsubscribes.
+   */
+  onAdmitted(listener: (tx: SignedTransaction) => void): () => void {
+    this.#admittedListeners.add(listener);
+    return () => this.#admittedListeners.delete(listener);
   }
 
   /** Re-adds the journal's transactions (at start), against the head. */

@@ -140,10 +140,10 @@ export function formatReceipt(found: IncludedReceipt): Record<string, unknown> {
   };
 }
 
-/** The spec's log object, `removed` included. */
-export function formatLog(found: FoundLog): Record<string, unknown> {
+/** The spec's log object, `removed` included (`true` for a log a reorganization took away). */
+export function formatLog(found: FoundLog, removed = false): Record<string, unknown> {
   return {
-    removed: false,
+    removed,
     logIndex: encodeQuantity(found.logIndex),
     transactionIndex: encodeQuantity(found.transactionIndex),
     transactionHash: bytesToHex(found.transactionHash),

@@ -1,0 +1,211 @@
+import { randomBytes } from "node:crypto";
+import { blockLogs, type FoundLog, type HeadChange, type LogQuery } from "@nodex/chain";
+import { type BlockSelector, bytesToHex, type SignedTransaction } from "@nodex/types";
+import { RPCError, RPCErrorCode } from "./errors.js";
+import type { ChainReaderService, NodeEvents } from "./services.js";
+
+export interface FilterOptions {
+  /** A filter not polled for this long is removed (the reference node's 5 minutes). */
+  readonly timeoutMs: number;
+  /** Filters installed at once; past it `eth_new*Filter` answers -32011. */
+  readonly maxFilters: number;
+  /** Changes a filter holds between polls; past it the oldest are dropped. */
+  readonly maxChanges: number;
+  /** Milliseconds; `Date.now` by default. */
+  readonly now?: () => number;
+}
+
+export const DEFAULT_FILTER_OPTIONS: FilterOptions = {
+  timeoutMs: 5 * 60_000,
+  maxFilters: 10_000,
+  maxChanges: 10_000,
+};
+
+/** A log change: a log that joined the canonical chain, or one a reorganization removed. */
+export interface LogChange {
+  readonly found: FoundLog;
+  readonly removed: boolean;
+}
+
+export type FilterChanges =
+  | { readonly kind: "logs"; readonly changes: readonly LogChange[] }
+  | { readonly kind: "blocks" | "transactions"; readonly changes: readonly Uint8Array[] };
+
+interface LogFilterState {
+  kind: "logs";
+  query: LogQuery;
+  lastPoll: number;
+  changes: LogChange[];
+}
+
+type Filter =
+  | LogFilterState
+  | { kind: "blocks" | "transactions"; lastPoll: number; changes: Uint8Array[] };
+
+/**
+ * The filters of `eth_newFilter`, `eth_newBlockFilter` and `eth_newPendingTransactionFilter`:
+ * each collects what happened since its last poll from the node's events (logs of the blocks
+ * that joined the chain, with `removed: true` for those of blocks that left it first; block
+ * hashes; transaction hashes). Ids are random 128-bit QUANTITY values. A filter not polled for
+ * `timeoutMs` is removed; one that is not polled holds at most `maxChanges` changes.
+ */
+export class FilterManager {
+  readonly #reader: ChainReaderService;
+  readonly #opts: FilterOptions;
+  readonly #now: () => number;
+  readonly #filters = new Map<bigint, Filter>();
+  readonly #unsubscribe: (() => void)[];
+  /** The head changes being turned into log changes, in order (polls wait for them). */
+  #feed: Promise<void> = Promise.resolve();
+
+  constructor(reader: ChainReaderService, events: NodeEvents, opts: Partial<FilterOptions> = {}) {
+    this.#reader = reader;
+    this.#opts = { ...DEFAULT_FILTER_OPTIONS, ...opts };
+    this.#now = this.#opts.now ?? Date.now;
+    this.#unsubscribe = [
+      events.onHeadChange((change) => this.#onHeadChange(change)),
+      events.onNewTransaction((tx) => this.#onNewTransaction(tx)),
+    ];
+  }
+
+  /** Stops following the node's events and drops every filter. */
+  close(): void {
+    for (const stop of this.#unsubscribe) stop();
+    this.#filters.clear();
+  }
+
+  get size(): number {
+    return this.#filters.size;
+  }
+
+  newLogFilter(query: LogQuery): bigint {
+    return this.#install({ kind: "logs", query, lastPoll: this.#now(), changes: [] });
+  }
+
+  newBlockFilter(): bigint {
+    return this.#install({ kind: "blocks", lastPoll: this.#now(), changes: [] });
+  }
+
+  newPendingTransactionFilter(): bigint {
+    return this.#install({ kind: "transactions", lastPoll: this.#now(), changes: [] });
+  }
+
+  /** What happened since the last poll (or the install); the filter starts collecting anew. */
+  async changes(id: bigint): Promise<FilterChanges> {
+    await this.#feed;
+    const filter = this.#get(id);
+    filter.lastPoll = this.#now();
+    if (filter.kind === "logs") {
+      const changes = filter.changes;
+      filter.changes = [];
+      return { kind: "logs", changes };
+    }
+    const changes = filter.changes;
+    filter.changes = [];
+    return { kind: filter.kind, changes };
+  }
+
+  /** Every log a log filter matches now (its block range, against the chain as it is). */
+  async logs(id: bigint): Promise<FoundLog[]> {
+    const filter = this.#get(id);
+    filter.lastPoll = this.#now();
+    if (filter.kind !== "logs") {
+      throw new RPCError(
+        RPCErrorCode.INVALID_PARAMS,
+        `filter ${formatId(id)} is a ${filter.kind === "blocks" ? "block" : "pending transaction"} filter: eth_getFilterLogs takes a log filter (eth_newFilter)`,
+      );
+    }
+    return this.#reader.getLogs(filter.query);
+  }
+
+  /** `true` when the filter was there. */
+  uninstall(id: bigint): boolean {
+    this.#sweep();
+    return this.#filters.delete(id);
+  }
+
+  #install(filter: Filter): bigint {
+    this.#sweep();
+    if (this.#filters.size >= this.#opts.maxFilters) {
+      throw new RPCError(
+        RPCErrorCode.LIMIT_EXCEEDED,
+        `too many filters: this node keeps at most ${this.#opts.maxFilters}; uninstall unused ones (eth_uninstallFilter) or let them expire (${Math.round(this.#opts.timeoutMs / 1000)} s without a poll)`,
+      );
+    }
+    let id: bigint;
+    do id = BigInt(bytesToHex(randomBytes(16)));
+    while (id === 0n || this.#filters.has(id));
+    this.#filters.set(id, filter);
+    return id;
+  }
+
+  #get(id: bigint): Filter {
+    this.#sweep();
+    const filter = this.#filters.get(id);
+    if (filter === undefined) throw new RPCError(RPCErrorCode.FILTER_NOT_FOUND, "filter not found");
+    return filter;
+  }
+
+  /** Removes the filters nobody polled for `timeoutMs`. */
+  #sweep(): void {
+    const oldest = this.#now() - this.#opts.timeoutMs;
+    for (const [id, filter] of this.#filters)
+      if (filter.lastPoll < oldest) this.#filters.delete(id);
+  }
+
+  #onHeadChange(change: HeadChange): void {
+    this.#sweep();
+    const logFilters: LogFilterState[] = [];
+    for (const filter of this.#filters.values()) {
+      if (filter.kind === "logs") logFilters.push(filter);
+      else if (filter.kind === "blocks")
+        for (const block of change.added) push(filter.changes, block.hash, this.#opts.maxChanges);
+    }
+    if (logFilters.length === 0) return;
+    this.#feed = this.#feed
+      .then(async () => {
+        const blocks = [
+          ...change.removed.map((block) => ({ block, removed: true })),
+          ...change.added.map((block) => ({ block, removed: false })),
+        ];
+        for (const { block, removed } of blocks) {
+          const receipts = await change.receipts(block);
+          if (receipts === undefined) continue;
+          for (const filter of logFilters) {
+            if (!inRange(filter.query, block.block.header.number)) continue;
+            for (const found of blockLogs(block, receipts, filter.query))
+              push(filter.changes, { found, removed }, this.#opts.maxChanges);
+          }
+        }
+      })
+      .catch(() => {});
+  }
+
+  #onNewTransaction(tx: SignedTransaction): void {
+    for (const filter of this.#filters.values())
+      if (filter.kind === "transactions") push(filter.changes, tx.hash, this.#opts.maxChanges);
+  }
+}
+
+export function formatId(id: bigint): string {
+  return `0x${id.toString(16)}`;
+}
+
+function push<T>(list: T[], item: T, max: number): void {
+  list.push(item);
+  if (list.length > max) list.splice(0, list.length - max);
+}
+
+/** Whether a log filter's `fromBlock`/`toBlock` take block `number` (tags other than earliest do). */
+function inRange(query: LogQuery, number: bigint): boolean {
+  if ("blockHash" in query.range) return false;
+  const from = bound(query.range.from);
+  const to = bound(query.range.to);
+  return (from === undefined || number >= from) && (to === undefined || number <= to);
+}
+
+function bound(selector: BlockSelector): bigint | undefined {
+  if (selector.kind === "number") return selector.number;
+  if (selector.kind === "tag" && selector.tag === "earliest") return 0n;
+  return undefined;
+}

@@ -1,0 +1,64 @@
+import { type FilterManager, formatId } from "../filters.js";
+import { parseLogFilter } from "../logFilter.js";
+import { p } from "../params.js";
+import { defineModule, method } from "../registry.js";
+import { RawJson, r } from "../results.js";
+import { formatLog } from "./format.js";
+
+/** `eth_newFilter`'s options: the `eth_getLogs` object without `blockHash`. */
+const filterOptions = {
+  name: "filter",
+  optional: false,
+  defaultValue: undefined,
+  parse: (value: unknown, arg: number) => parseLogFilter(value, arg, false),
+};
+
+/** A filter id: the QUANTITY `eth_new*Filter` answered. */
+const filterId = p.quantity;
+
+const id = (value: bigint) => formatId(value);
+
+/** The filter methods of the eth module, served from the node's `FilterManager`. */
+export function filterModule(filters: FilterManager) {
+  return defineModule("eth", {
+    newFilter: method({
+      params: [filterOptions],
+      result: id,
+      handler: (_s, [query]) => filters.newLogFilter(query),
+    }),
+    newBlockFilter: method({
+      params: [],
+      result: id,
+      handler: () => filters.newBlockFilter(),
+    }),
+    newPendingTransactionFilter: method({
+      params: [],
+      result: id,
+      handler: () => filters.newPendingTransactionFilter(),
+    }),
+    getFilterChanges: method({
+      params: [filterId],
+      result: r.raw,
+      handler: async (_s, [filter]) => {
+        const found = await filters.changes(filter);
+        if (found.kind === "logs") {
+          return new RawJson(
+            JSON.stringify(found.changes.map((c) => formatLog(c.found, c.removed))),
+          );
+        }
+        return new RawJson(JSON.stringify(found.changes.map(r.data)));
+      },
+    }),
+    getFilterLogs: method({
+      params: [filterId],
+      result: r.raw,
+      handler: async (_s, [filter]) =>
+        new RawJson(JSON.stringify((await filters.logs(filter)).map((log) => formatLog(log)))),
+    }),
+    uninstallFilter: method({
+      params: [filterId],
+      result: r.boolean,
+      handler: (_s, [filter]) => filters.uninstall(filter),
+    }),
+  });
+}
