@@ -11,6 +11,8 @@ export const ChainErrorCode = {
   NOT_CANONICAL: "CHAIN_NOT_CANONICAL",
   /** A block range whose start is after its end (-32602). */
   INVALID_RANGE: "CHAIN_INVALID_RANGE",
+  /** A block range that starts after the head (-32602). */
+  RANGE_BEYOND_HEAD: "CHAIN_RANGE_BEYOND_HEAD",
   /** A log query over a long range that matches more logs than the cap (-32012). */
   LOGS_LIMIT: "CHAIN_LOGS_LIMIT",
   /** A miner's solution that cannot become a block (answered as -33000). */

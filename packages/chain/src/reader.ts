@@ -100,6 +100,10 @@ export interface ChainReaderOptions {
   readonly coinbase: () => Address;
   /** Read-only states kept open for reuse, by state root; `DEFAULT_STATE_CACHE` when absent. */
   readonly stateCache?: number;
+  /** Log queries over at most this many blocks are never capped; `LOGS_UNCAPPED_RANGE` when absent. */
+  readonly logsUncappedRange?: bigint;
+  /** Longer log queries fail past this many logs; `LOGS_CAP` when absent. */
+  readonly logsCap?: number;
 }
 
 /**
@@ -114,6 +118,8 @@ export class ChainReader {
   #pending: PendingSource | undefined;
   /** Read-only states by state root. */
   readonly #states: LRUCache<string, Promise<WorldState>>;
+  readonly #logsUncappedRange: bigint;
+  readonly #logsCap: number;
 
   constructor(chain: Chain, executor: Executor, opts: ChainReaderOptions) {
     this.chain = chain;
@@ -123,6 +129,14 @@ export class ChainReader {
     if (!Number.isSafeInteger(size) || size < 1)
       throw new RangeError(`the state cache must hold at least 1 state, got ${size}`);
     this.#states = new LRUCache({ max: size });
+    this.#logsUncappedRange = opts.logsUncappedRange ?? LOGS_UNCAPPED_RANGE;
+    this.#logsCap = opts.logsCap ?? LOGS_CAP;
+    if (this.#logsUncappedRange < 1n)
+      throw new RangeError(
+        `the uncapped log range must be at least 1 block, got ${this.#logsUncappedRange}`,
+      );
+    if (!Number.isSafeInteger(this.#logsCap) || this.#logsCap < 1)
+      throw new RangeError(`the log cap must be at least 1 log, got ${this.#logsCap}`);
   }
 
   /** Where `pending` comes from from now on (block production, once it exists). */
@@ -307,23 +321,39 @@ export class ChainReader {
         `invalid block range: fromBlock 0x${from.toString(16)} is after toBlock 0x${to.toString(16)}`,
       );
     }
-    const capped = to - from + 1n > LOGS_UNCAPPED_RANGE;
+    if (from > head) {
+      throw new ChainError(
+        ChainErrorCode.RANGE_BEYOND_HEAD,
+        "block range extends beyond current head block",
+        { from, head },
+      );
+    }
+    const range = this.#logsUncappedRange;
+    const cap = this.#logsCap;
+    const capped = to - from + 1n > range;
     for (let n = from; n <= to && n <= head; n++) {
-      const block = await this.chain.getBlockByNumber(n);
-      if (block !== undefined) await this.#collectLogs(block, query, bits, found);
-      if (capped && found.length > LOGS_CAP) {
+      // Headers alone for the bloom test: the body and receipts only of blocks that may match.
+      const hash = await this.chain.getCanonicalHash(n);
+      const header = hash === undefined ? undefined : await this.chain.getHeaderByHash(hash);
+      if (hash !== undefined && header !== undefined && bloomMatches(header.logsBloom, bits)) {
+        const block = await this.chain.getBlockByHash(hash);
+        if (block !== undefined) await this.#collectLogs(block, query, bits, found);
+      }
+      if (capped && found.length > cap) {
         throw new ChainError(
           ChainErrorCode.LOGS_LIMIT,
-          `query returns more than ${LOGS_CAP} logs over more than ${LOGS_UNCAPPED_RANGE} blocks: ` +
-            `ask for at most ${LOGS_UNCAPPED_RANGE} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + LOGS_UNCAPPED_RANGE - 1n).toString(16)}`,
+          `query returns more than ${cap} logs over more than ${range} blocks: ` +
+            `ask for at most ${range} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + range - 1n).toString(16)}`,
         );
       }
     }
     return found;
   }
 
+  /** A range end as a number: `pending` (no logs of its own) and a missing block are the head. */
   async #rangeEnd(selector: BlockSelector, head: bigint): Promise<bigint> {
     if (selector.kind === "number") return selector.number;
+    if (isPendingTag(selector)) return head;
     const block = await this.resolve(selector);
     return block === null ? head : block.block.header.number;
   }
@@ -334,11 +364,7 @@ export class ChainReader {
     bits: QueryBits,
     out: FoundLog[],
   ): Promise<void> {
-    const bloom = block.block.header.logsBloom;
-    if (bits.addresses.length > 0 && !bits.addresses.some((a) => bloomHasBits(bloom, a))) return;
-    for (const position of bits.topics) {
-      if (position !== null && !position.some((t) => bloomHasBits(bloom, t))) return;
-    }
+    if (!bloomMatches(block.block.header.logsBloom, bits)) return;
     const receipts = await this.chain.getReceipts(block.hash);
     if (receipts === undefined) return;
     out.push(...blockLogs(block, receipts, query));
@@ -369,6 +395,16 @@ export class ChainReader {
 interface QueryBits {
   readonly addresses: readonly BloomBits[];
   readonly topics: readonly (readonly BloomBits[] | null)[];
+}
+
+/** Whether a block with `bloom` may hold a log the query selects (no false negatives). */
+function bloomMatches(bloom: Uint8Array, bits: QueryBits): boolean {
+  if (bits.addresses.length > 0 && !bits.addresses.some((a) => bloomHasBits(bloom, a)))
+    return false;
+  for (const position of bits.topics) {
+    if (position !== null && !position.some((t) => bloomHasBits(bloom, t))) return false;
+  }
+  return true;
 }
 
 export function isPendingTag(selector: BlockSelector): boolean {

@@ -67,6 +67,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [ChainErrorCode.UNKNOWN_BLOCK]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.NOT_CANONICAL]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.INVALID_RANGE]: RPCErrorCode.INVALID_PARAMS,
+  [ChainErrorCode.RANGE_BEYOND_HEAD]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.LOGS_LIMIT]: RPCErrorCode.LOGS_LIMIT,
   ...poolCodes,
   [TxPoolErrorCode.CHAIN_ID_MISMATCH]: RPCErrorCode.INVALID_PARAMS,
