@@ -18,6 +18,14 @@ import {
   rlpEncode,
 } from "@nodex/types";
 import { LRUCache } from "lru-cache";
+import {
+  decodeLogIndexStart,
+  encodeLogIndexStart,
+  LOG_INDEX_START_KEY,
+  logIndexBlocks,
+  logIndexDeletes,
+  logIndexWrites,
+} from "./logIndex.js";
 
 /** A block of the chain with what the store knows of it. */
 export interface StoredBlock {
@@ -69,6 +77,8 @@ export class BlockStore {
    * the canonical chain must replace the entries of the blocks it changes.
    */
   readonly #canonical: LRUCache<bigint, Uint8Array>;
+  /** The first block of the log index, once read (it never changes once written). */
+  #logIndexStart: bigint | undefined;
 
   constructor(db: Database, sizes: Partial<ChainCacheSizes> = {}) {
     const max = { ...DEFAULT_CHAIN_CACHE_SIZES, ...sizes };
@@ -154,6 +164,64 @@ export class BlockStore {
     const header = decodeHeader(bytes);
     this.#headers.set(key, header);
     return header;
+  }
+
+  /**
+   * The first block number the log index covers (every canonical block from it on has its
+   * entries), or `undefined` while no block has been indexed.
+   */
+  async logIndexStart(): Promise<bigint | undefined> {
+    if (this.#logIndexStart === undefined) {
+      const bytes = await this.#db.get(Bucket.META, LOG_INDEX_START_KEY);
+      if (bytes !== undefined) this.#logIndexStart = decodeLogIndexStart(bytes);
+    }
+    return this.#logIndexStart;
+  }
+
+  /** The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`. */
+  logIndexBlocks(
+    kind: number,
+    values: readonly Uint8Array[],
+    from: bigint,
+    to: bigint,
+  ): Promise<bigint[]> {
+    return logIndexBlocks(this.#db, kind, values, from, to);
+  }
+
+  /**
+   * The log index's side of a change of the canonical chain, for the batch that makes it:
+   * the entries of `removed` deleted, then those of `added` written (a block at the same
+   * number as a removed one may share entries with it), and the index's start on its first
+   * use. A block whose receipts are unknown has no entries.
+   */
+  async logIndexChanges(
+    removed: readonly StoredBlock[],
+    added: readonly StoredBlock[],
+    receiptsOf: (block: StoredBlock) => Promise<readonly Receipt[] | undefined>,
+  ): Promise<WriteOp[]> {
+    const ops: WriteOp[] = [];
+    for (const block of removed) {
+      const receipts = await receiptsOf(block);
+      if (receipts !== undefined) ops.push(...logIndexDeletes(block.block.header.number, receipts));
+    }
+    for (const block of added) {
+      const receipts = await receiptsOf(block);
+      if (receipts !== undefined) ops.push(...logIndexWrites(block.block.header.number, receipts));
+    }
+    if (added.length > 0 && (await this.logIndexStart()) === undefined) {
+      // Blocks below the first added one were made canonical without entries.
+      const start = added.reduce(
+        (low, block) => (block.block.header.number < low ? block.block.header.number : low),
+        added[0]!.block.header.number,
+      );
+      ops.push({
+        type: "put",
+        bucket: Bucket.META,
+        key: LOG_INDEX_START_KEY,
+        value: encodeLogIndexStart(start),
+      });
+    }
+    return ops;
   }
 
   /** Keeps a block just written, and its receipts, in memory. */

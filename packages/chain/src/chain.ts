@@ -38,6 +38,7 @@ import {
 import { ChainError, ChainErrorCode } from "./errors.js";
 import { type HeadChange, isHeavier, type SwitchPlan, switchPlan } from "./forkChoice.js";
 import { genesisHeader, writeGenesisState } from "./genesis.js";
+import type { LogIndexReader } from "./logIndex.js";
 import {
   assembled,
   BlockProduction,
@@ -250,6 +251,11 @@ export class Chain {
   /** A block's header alone (cheaper than the block: no transaction is decoded). */
   getHeaderByHash(hash: Uint8Array): Promise<BlockHeader | undefined> {
     return this.#store.getHeaderByHash(hash);
+  }
+
+  /** The log index of the canonical blocks (see `logIndex.ts`). */
+  get logIndex(): LogIndexReader {
+    return this.#store;
   }
 
   /**
@@ -501,6 +507,11 @@ export class Chain {
     const ops: WriteOp[] = [];
     for (const block of removed)
       ops.push(...canonicalDeletes(block, true), ...blockDeletes(block.hash));
+    ops.push(
+      ...(await this.#store.logIndexChanges(removed, [], async (b) =>
+        deletedReceipts.get(bytesToHex(b.hash)),
+      )),
+    );
     ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: target.hash });
     await this.#db.write(ops);
     for (const block of removed) {
@@ -535,6 +546,11 @@ export class Chain {
       for (const n of plan.removedNumbers)
         ops.push({ type: "del", bucket: Bucket.CANONICAL, key: numberKey(n) });
       for (const added of plan.added) ops.push(...canonicalWrites(added));
+      ops.push(
+        ...(await this.#store.logIndexChanges(plan.removed, plan.added, async (b) =>
+          b === stored ? run.receipts : this.#store.getReceipts(b.hash),
+        )),
+      );
       ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash });
     }
     await this.#db.write(ops);

@@ -26,6 +26,7 @@ import { LRUCache } from "lru-cache";
 import type { StoredBlock } from "./blockStore.js";
 import type { Chain } from "./chain.js";
 import { ChainError, ChainErrorCode } from "./errors.js";
+import { LogIndexKind } from "./logIndex.js";
 
 /** Block ranges up to this many blocks return every matching log (the spec's limits). */
 export const LOGS_UNCAPPED_RANGE = 2000n;
@@ -331,7 +332,7 @@ export class ChainReader {
     const range = this.#logsUncappedRange;
     const cap = this.#logsCap;
     const capped = to - from + 1n > range;
-    for (let n = from; n <= to && n <= head; n++) {
+    const visit = async (n: bigint) => {
       // Headers alone for the bloom test: the body and receipts only of blocks that may match.
       const hash = await this.chain.getCanonicalHash(n);
       const header = hash === undefined ? undefined : await this.chain.getHeaderByHash(hash);
@@ -346,8 +347,47 @@ export class ChainReader {
             `ask for at most ${range} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + range - 1n).toString(16)}`,
         );
       }
-    }
+    };
+    const last = to < head ? to : head;
+    const indexed = await this.#indexedBlocks(query, from, last);
+    const scanEnd = indexed === undefined ? last : indexed.start - 1n;
+    for (let n = from; n <= scanEnd; n++) await visit(n);
+    for (const n of indexed?.blocks ?? []) await visit(n);
     return found;
+  }
+
+  /**
+   * The blocks of [`from`, `last`] the log index allows to match `query`: the blocks it covers
+   * where each constrained position (the addresses, each topic position with a list) has one of
+   * its values, and where it starts. `undefined` when the query constrains nothing or the index
+   * covers none of the range (the blooms of every block are tested then).
+   */
+  async #indexedBlocks(
+    query: LogQuery,
+    from: bigint,
+    last: bigint,
+  ): Promise<{ start: bigint; blocks: readonly bigint[] } | undefined> {
+    const constraints: [number, readonly Uint8Array[]][] = [];
+    query.topics.forEach((position, i) => {
+      if (position !== null) constraints.push([LogIndexKind.TOPIC + i, position]);
+    });
+    if (query.addresses.length > 0) constraints.push([LogIndexKind.ADDRESS, query.addresses]);
+    if (constraints.length === 0) return undefined;
+    const index = this.chain.logIndex;
+    const first = await index.logIndexStart();
+    if (first === undefined || first > last) return undefined;
+    const start = first > from ? first : from;
+    let blocks: bigint[] | undefined;
+    for (const [kind, values] of constraints) {
+      const found = await index.logIndexBlocks(kind, values, start, last);
+      if (blocks === undefined) blocks = found;
+      else {
+        const set = new Set(found);
+        blocks = blocks.filter((n) => set.has(n));
+      }
+      if (blocks.length === 0) break;
+    }
+    return { start, blocks: blocks ?? [] };
   }
 
   /** A range end as a number: `pending` (no logs of its own) and a missing block are the head. */

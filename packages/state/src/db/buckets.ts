@@ -25,6 +25,13 @@ export const Bucket = {
    * block never recovers a signature.
    */
   SENDERS: 0x09,
+  /**
+   * Log index: kind byte (0 address, 1 + position for a topic) ‖ the 20-byte address or
+   * 32-byte topic ‖ 8-byte big-endian block number → empty. One entry per distinct address and
+   * per distinct (position, topic) among the logs of each canonical block, from the block
+   * `META` names under `logIndexStart` on.
+   */
+  LOG_INDEX: 0x0a,
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 

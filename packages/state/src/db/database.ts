@@ -58,10 +58,16 @@ export class Database {
     );
   }
 
-  /** The keys of `bucket` (without the bucket byte), in order, from a snapshot taken now. */
-  async *keys(bucket: Bucket): AsyncGenerator<Uint8Array> {
-    const start = Uint8Array.of(bucket);
-    const end = Uint8Array.of(bucket + 1);
+  /**
+   * The keys of `bucket` (without the bucket byte), in order, from a snapshot taken now; with
+   * `range`, only those from `gte` (included) to `lt` (excluded), both without the bucket byte.
+   */
+  async *keys(
+    bucket: Bucket,
+    range: { readonly gte?: Uint8Array; readonly lt?: Uint8Array } = {},
+  ): AsyncGenerator<Uint8Array> {
+    const start = range.gte === undefined ? Uint8Array.of(bucket) : bucketKey(bucket, range.gte);
+    const end = range.lt === undefined ? Uint8Array.of(bucket + 1) : bucketKey(bucket, range.lt);
     for await (const key of this.#level.keys({ gte: start, lt: end })) {
       yield new Uint8Array(key.buffer, key.byteOffset + 1, key.byteLength - 1);
     }

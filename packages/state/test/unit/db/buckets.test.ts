@@ -19,6 +19,7 @@ describe("buckets", () => {
       TOTAL_DIFFICULTY: 0x07,
       META: 0x08,
       SENDERS: 0x09,
+      LOG_INDEX: 0x0a,
     });
   });
 

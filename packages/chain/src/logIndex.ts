@@ -1,0 +1,123 @@
+import { Bucket, type Database, type WriteOp } from "@nodex/state";
+import { bytesToHex, type Receipt } from "@nodex/types";
+
+/**
+ * The log index (`Bucket.LOG_INDEX`): for each canonical block, one empty entry per distinct
+ * emitting address and per distinct (position, topic) of its logs, keyed
+ * `kind ‖ address-or-topic ‖ number (8 bytes, big-endian)`, so that the blocks where a value
+ * occurs are one ordered key range. Entries are written in the batch that makes a block
+ * canonical and deleted in the batch that takes it off the canonical chain.
+ *
+ * Blocks made canonical before the index existed have no entries: `META` `logIndexStart` holds
+ * the number of the first block indexed (written with the first block indexed). A query reads
+ * the index from that number on and tests the blooms of the blocks below it.
+ */
+export const LogIndexKind = {
+  ADDRESS: 0x00,
+  /** Topic at position 0; position `p` is `TOPIC + p`. */
+  TOPIC: 0x01,
+} as const;
+
+/** What log queries read of the index. */
+export interface LogIndexReader {
+  /** The first block number indexed, `undefined` while none is. */
+  logIndexStart(): Promise<bigint | undefined>;
+  /** The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`. */
+  logIndexBlocks(
+    kind: number,
+    values: readonly Uint8Array[],
+    from: bigint,
+    to: bigint,
+  ): Promise<bigint[]>;
+}
+
+/** `META` key of the first indexed block number (8 bytes, big-endian). */
+export const LOG_INDEX_START_KEY = new TextEncoder().encode("logIndexStart");
+
+/** Topic positions a log can have (LOG0 to LOG4). */
+const MAX_TOPICS = 4;
+
+/** The index keys of a block's logs, each once. */
+export function logIndexKeys(number: bigint, receipts: readonly Receipt[]): Uint8Array[] {
+  const seen = new Set<string>();
+  const keys: Uint8Array[] = [];
+  const add = (kind: number, value: Uint8Array) => {
+    const key = entryKey(kind, value, number);
+    const id = bytesToHex(key);
+    if (seen.has(id)) return;
+    seen.add(id);
+    keys.push(key);
+  };
+  for (const receipt of receipts) {
+    for (const log of receipt.logs) {
+      add(LogIndexKind.ADDRESS, log.address);
+      for (let position = 0; position < log.topics.length; position++)
+        add(LogIndexKind.TOPIC + position, log.topics[position]!);
+    }
+  }
+  return keys;
+}
+
+/** The writes that index a block joining the canonical chain. */
+export function logIndexWrites(number: bigint, receipts: readonly Receipt[]): WriteOp[] {
+  return logIndexKeys(number, receipts).map((key) => ({
+    type: "put",
+    bucket: Bucket.LOG_INDEX,
+    key,
+    value: new Uint8Array(),
+  }));
+}
+
+/** The deletes of a block leaving the canonical chain (harmless for a block never indexed). */
+export function logIndexDeletes(number: bigint, receipts: readonly Receipt[]): WriteOp[] {
+  return logIndexKeys(number, receipts).map((key) => ({
+    type: "del",
+    bucket: Bucket.LOG_INDEX,
+    key,
+  }));
+}
+
+/**
+ * The numbers of the indexed blocks in [`from`, `to`] where any of `values` occurs as `kind`
+ * (an address, or a topic at one position), ascending.
+ */
+export async function logIndexBlocks(
+  db: Database,
+  kind: number,
+  values: readonly Uint8Array[],
+  from: bigint,
+  to: bigint,
+): Promise<bigint[]> {
+  const found = new Set<bigint>();
+  if (kind >= LogIndexKind.TOPIC + MAX_TOPICS) return [];
+  for (const value of values) {
+    const gte = entryKey(kind, value, from);
+    const lt = entryKey(kind, value, to + 1n);
+    for await (const key of db.keys(Bucket.LOG_INDEX, { gte, lt })) {
+      found.add(readNumber(key));
+    }
+  }
+  return [...found].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+function entryKey(kind: number, value: Uint8Array, number: bigint): Uint8Array {
+  const key = new Uint8Array(1 + value.length + 8);
+  key[0] = kind;
+  key.set(value, 1);
+  new DataView(key.buffer).setBigUint64(1 + value.length, number);
+  return key;
+}
+
+function readNumber(key: Uint8Array): bigint {
+  return new DataView(key.buffer, key.byteOffset + key.length - 8, 8).getBigUint64(0);
+}
+
+export function encodeLogIndexStart(number: bigint): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, number);
+  return out;
+}
+
+export function decodeLogIndexStart(bytes: Uint8Array): bigint {
+  return new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0);
+}

@@ -1,0 +1,61 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Bucket, Database } from "../../../src/index.js";
+
+const dirs: string[] = [];
+const dbs: Database[] = [];
+afterEach(async () => {
+  for (const db of dbs.splice(0)) await db.close().catch(() => {});
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function open(): Promise<Database> {
+  const dir = mkdtempSync(join(tmpdir(), "nodex-db-test-"));
+  dirs.push(dir);
+  const db = await Database.open(join(dir, "db"));
+  dbs.push(db);
+  return db;
+}
+
+async function collect(keys: AsyncGenerator<Uint8Array>): Promise<number[][]> {
+  const out: number[][] = [];
+  for await (const key of keys) out.push([...key]);
+  return out;
+}
+
+describe("Database.keys", () => {
+  it("lists a bucket's keys in order, without the bucket byte, within a range when given", async () => {
+    const db = await open();
+    const put = (bucket: Bucket, key: number[]) =>
+      ({ type: "put", bucket, key: Uint8Array.from(key), value: new Uint8Array() }) as const;
+    await db.write([
+      put(Bucket.LOG_INDEX, [1, 5]),
+      put(Bucket.LOG_INDEX, [1, 2]),
+      put(Bucket.LOG_INDEX, [2, 0]),
+      put(Bucket.LOG_INDEX, [0xff, 0xff]),
+      put(Bucket.SENDERS, [1, 3]),
+      put(Bucket.META, [1, 4]),
+    ]);
+    expect(await collect(db.keys(Bucket.LOG_INDEX))).toEqual([
+      [1, 2],
+      [1, 5],
+      [2, 0],
+      [0xff, 0xff],
+    ]);
+    const gte = Uint8Array.of(1, 3);
+    const lt = Uint8Array.of(2, 0);
+    expect(await collect(db.keys(Bucket.LOG_INDEX, { gte, lt }))).toEqual([[1, 5]]);
+    expect(await collect(db.keys(Bucket.LOG_INDEX, { gte }))).toEqual([
+      [1, 5],
+      [2, 0],
+      [0xff, 0xff],
+    ]);
+    expect(await collect(db.keys(Bucket.LOG_INDEX, { lt }))).toEqual([
+      [1, 2],
+      [1, 5],
+    ]);
+    expect(await collect(db.keys(Bucket.SENDERS, { gte: Uint8Array.of(1, 4) }))).toEqual([]);
+  });
+});
