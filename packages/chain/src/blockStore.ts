@@ -178,14 +178,18 @@ export class BlockStore {
     return this.#logIndexStart;
   }
 
-  /** The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`. */
+  /**
+   * The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`, or
+   * `undefined` past `limit` entries.
+   */
   logIndexBlocks(
     kind: number,
     values: readonly Uint8Array[],
     from: bigint,
     to: bigint,
-  ): Promise<bigint[]> {
-    return logIndexBlocks(this.#db, kind, values, from, to);
+    limit: number,
+  ): Promise<bigint[] | undefined> {
+    return logIndexBlocks(this.#db, kind, values, from, to, limit);
   }
 
   /**

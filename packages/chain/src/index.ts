@@ -30,6 +30,7 @@ export {
   type IncludedTransaction,
   isPending,
   isPendingTag,
+  LOG_INDEX_MIN_RANGE,
   LOGS_CAP,
   LOGS_UNCAPPED_RANGE,
   type LogQuery,

@@ -22,13 +22,17 @@ export const LogIndexKind = {
 export interface LogIndexReader {
   /** The first block number indexed, `undefined` while none is. */
   logIndexStart(): Promise<bigint | undefined>;
-  /** The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`. */
+  /**
+   * The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`, or
+   * `undefined` past `limit` entries.
+   */
   logIndexBlocks(
     kind: number,
     values: readonly Uint8Array[],
     from: bigint,
     to: bigint,
-  ): Promise<bigint[]>;
+    limit: number,
+  ): Promise<bigint[] | undefined>;
 }
 
 /** `META` key of the first indexed block number (8 bytes, big-endian). */
@@ -79,7 +83,8 @@ export function logIndexDeletes(number: bigint, receipts: readonly Receipt[]): W
 
 /**
  * The numbers of the indexed blocks in [`from`, `to`] where any of `values` occurs as `kind`
- * (an address, or a topic at one position), ascending.
+ * (an address, or a topic at one position), ascending; `undefined` when there are more than
+ * `limit` entries (the value is too common for the index to save reads).
  */
 export async function logIndexBlocks(
   db: Database,
@@ -87,15 +92,18 @@ export async function logIndexBlocks(
   values: readonly Uint8Array[],
   from: bigint,
   to: bigint,
-): Promise<bigint[]> {
-  const found = new Set<bigint>();
+  limit: number,
+): Promise<bigint[] | undefined> {
   if (kind >= LogIndexKind.TOPIC + MAX_TOPICS) return [];
+  const found = new Set<bigint>();
+  let left = limit;
   for (const value of values) {
     const gte = entryKey(kind, value, from);
     const lt = entryKey(kind, value, to + 1n);
-    for await (const key of db.keys(Bucket.LOG_INDEX, { gte, lt })) {
-      found.add(readNumber(key));
-    }
+    const keys = await db.keyList(Bucket.LOG_INDEX, { gte, lt, limit: left + 1 });
+    if (keys.length > left) return undefined;
+    left -= keys.length;
+    for (const key of keys) found.add(readNumber(key));
   }
   return [...found].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

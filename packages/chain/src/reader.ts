@@ -32,6 +32,8 @@ import { LogIndexKind } from "./logIndex.js";
 export const LOGS_UNCAPPED_RANGE = 2000n;
 /** Longer ranges are served while they return at most this many logs. */
 export const LOGS_CAP = 10_000;
+/** Log queries read the log index over ranges of at least this many indexed blocks by default. */
+export const LOG_INDEX_MIN_RANGE = 256n;
 /** Read-only states (by state root) kept open for reuse by default. */
 export const DEFAULT_STATE_CACHE = 8;
 
@@ -105,6 +107,11 @@ export interface ChainReaderOptions {
   readonly logsUncappedRange?: bigint;
   /** Longer log queries fail past this many logs; `LOGS_CAP` when absent. */
   readonly logsCap?: number;
+  /**
+   * Log queries read the log index when it covers at least this many blocks of their range
+   * (fewer headers are cheaper to test than the index to read); `LOG_INDEX_MIN_RANGE` when absent.
+   */
+  readonly logIndexMinRange?: bigint;
 }
 
 /**
@@ -121,6 +128,7 @@ export class ChainReader {
   readonly #states: LRUCache<string, Promise<WorldState>>;
   readonly #logsUncappedRange: bigint;
   readonly #logsCap: number;
+  readonly #logIndexMinRange: bigint;
 
   constructor(chain: Chain, executor: Executor, opts: ChainReaderOptions) {
     this.chain = chain;
@@ -132,6 +140,7 @@ export class ChainReader {
     this.#states = new LRUCache({ max: size });
     this.#logsUncappedRange = opts.logsUncappedRange ?? LOGS_UNCAPPED_RANGE;
     this.#logsCap = opts.logsCap ?? LOGS_CAP;
+    this.#logIndexMinRange = opts.logIndexMinRange ?? LOG_INDEX_MIN_RANGE;
     if (this.#logsUncappedRange < 1n)
       throw new RangeError(
         `the uncapped log range must be at least 1 block, got ${this.#logsUncappedRange}`,
@@ -377,9 +386,14 @@ export class ChainReader {
     const first = await index.logIndexStart();
     if (first === undefined || first > last) return undefined;
     const start = first > from ? first : from;
+    const length = last - start + 1n;
+    if (length < this.#logIndexMinRange) return undefined;
+    // A constraint met in more than an eighth of the blocks saves too few reads: skip it.
+    const limit = Math.max(1, Number(length / 8n));
     let blocks: bigint[] | undefined;
     for (const [kind, values] of constraints) {
-      const found = await index.logIndexBlocks(kind, values, start, last);
+      const found = await index.logIndexBlocks(kind, values, start, last, limit);
+      if (found === undefined) continue;
       if (blocks === undefined) blocks = found;
       else {
         const set = new Set(found);
@@ -387,7 +401,7 @@ export class ChainReader {
       }
       if (blocks.length === 0) break;
     }
-    return { start, blocks: blocks ?? [] };
+    return blocks === undefined ? undefined : { start, blocks };
   }
 
   /** A range end as a number: `pending` (no logs of its own) and a missing block are the head. */

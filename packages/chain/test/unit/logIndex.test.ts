@@ -122,7 +122,10 @@ describe("log index", () => {
             ]
           : [[0, 1]],
       );
-    const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
+    const reader = new ChainReader(chain, executor, {
+      coinbase: () => MINER,
+      logIndexMinRange: 1n,
+    });
     const headers = vi.spyOn(chain, "getHeaderByHash");
     const bodies = vi.spyOn(chain, "getBlockByHash");
     const receipts = vi.spyOn(chain, "getReceipts");
@@ -144,6 +147,15 @@ describe("log index", () => {
     });
     expect(summary(both)).toEqual(["43/1"]);
     expect(headers).toHaveBeenCalledTimes(1);
+    // A topic of every block: the index would save nothing, every header is tested.
+    headers.mockClear();
+    const common = await reader.getLogs({
+      range: { from: byNumber(1n), to: byNumber(61n) },
+      addresses: [],
+      topics: [[topic(1)]],
+    });
+    expect(common).toHaveLength(60);
+    expect(headers).toHaveBeenCalledTimes(61);
   });
 
   it("writes entries with a block, deletes them on a rewind and follows a reorganization", async () => {
@@ -181,7 +193,10 @@ describe("log index", () => {
         entry(LogIndexKind.TOPIC, topic(3), 3n),
       ].sort(),
     );
-    const reader = new ChainReader(node.chain, executor, { coinbase: () => MINER });
+    const reader = new ChainReader(node.chain, executor, {
+      coinbase: () => MINER,
+      logIndexMinRange: 1n,
+    });
     const range = { from: byNumber(0n), to: byNumber(3n) };
     expect(await reader.getLogs({ range, addresses: [EMITTERS[0]!], topics: [] })).toEqual([]);
     expect(summary(await reader.getLogs({ range, addresses: [], topics: [[topic(3)]] }))).toEqual([
@@ -204,7 +219,10 @@ describe("log index", () => {
     );
     // The index survives a restart.
     const reopened = await Chain.open(network, { db: node.db, executor, logger: nullLogger });
-    const fresh = new ChainReader(reopened, executor, { coinbase: () => MINER });
+    const fresh = new ChainReader(reopened, executor, {
+      coinbase: () => MINER,
+      logIndexMinRange: 1n,
+    });
     expect(summary(await fresh.getLogs({ range, addresses: [], topics: [[topic(7)]] }))).toEqual([
       "2/0",
     ]);
@@ -236,12 +254,16 @@ describe("log index", () => {
     const head = reopened.head.block.header.number;
     expect(head).toBe(31n);
 
-    const reader = new ChainReader(reopened, executor, { coinbase: () => MINER });
+    const reader = new ChainReader(reopened, executor, {
+      coinbase: () => MINER,
+      logIndexMinRange: 1n,
+    });
     /** A non-empty random subset of `values`. */
     const pick = <T>(values: readonly T[]): T[] => {
       const some = values.filter(() => random(2) === 0);
       return some.length > 0 ? some : [values[random(values.length)]!];
     };
+    const walks = vi.spyOn(reopened.logIndex, "logIndexBlocks");
     let matched = 0;
     for (let i = 0; i < 60; i++) {
       const from = BigInt(random(32));
@@ -260,5 +282,8 @@ describe("log index", () => {
       if (found.length > 0 && query.addresses.length + topics.length > 0) matched++;
     }
     expect(matched).toBeGreaterThan(5);
+    const used = await Promise.all(walks.mock.results.map((r) => r.value));
+    expect(used.filter((blocks) => blocks !== undefined).length).toBeGreaterThan(5);
+    expect(used.filter((blocks) => blocks === undefined).length).toBeGreaterThan(5);
   });
 });

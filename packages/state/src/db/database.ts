@@ -73,6 +73,24 @@ export class Database {
     }
   }
 
+  /**
+   * The keys of `bucket` (without the bucket byte) from `gte` (included) to `lt` (excluded), in
+   * order, at most `limit` of them, read in one go: cheaper than `keys` for short ranges.
+   */
+  async keyList(
+    bucket: Bucket,
+    range: { readonly gte: Uint8Array; readonly lt: Uint8Array; readonly limit: number },
+  ): Promise<Uint8Array[]> {
+    const keys = await this.#level
+      .keys({
+        gte: bucketKey(bucket, range.gte),
+        lt: bucketKey(bucket, range.lt),
+        limit: range.limit,
+      })
+      .all();
+    return keys.map((key) => new Uint8Array(key.buffer, key.byteOffset + 1, key.byteLength - 1));
+  }
+
   async close(): Promise<void> {
     await this.#level.close();
   }

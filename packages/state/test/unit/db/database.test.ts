@@ -25,7 +25,7 @@ async function collect(keys: AsyncGenerator<Uint8Array>): Promise<number[][]> {
   return out;
 }
 
-describe("Database.keys", () => {
+describe("Database.keys and keyList", () => {
   it("lists a bucket's keys in order, without the bucket byte, within a range when given", async () => {
     const db = await open();
     const put = (bucket: Bucket, key: number[]) =>
@@ -57,5 +57,18 @@ describe("Database.keys", () => {
       [1, 5],
     ]);
     expect(await collect(db.keys(Bucket.SENDERS, { gte: Uint8Array.of(1, 4) }))).toEqual([]);
+    const list = (limit: number) =>
+      db
+        .keyList(Bucket.LOG_INDEX, { gte: Uint8Array.of(1), lt: Uint8Array.of(0xff), limit })
+        .then((keys) => keys.map((key) => [...key]));
+    expect(await list(10)).toEqual([
+      [1, 2],
+      [1, 5],
+      [2, 0],
+    ]);
+    expect(await list(2)).toEqual([
+      [1, 2],
+      [1, 5],
+    ]);
   });
 });
