@@ -341,13 +341,20 @@ export class ChainReader {
     const range = this.#logsUncappedRange;
     const cap = this.#logsCap;
     const capped = to - from + 1n > range;
-    const visit = async (n: bigint) => {
-      // Headers alone for the bloom test: the body and receipts only of blocks that may match.
+    /**
+     * Tests a block's bloom and collects its logs. A block likely to match (one the index
+     * names, or after a match: runs of matches are common) is read whole at once; any other by
+     * its header first, and whole only if its bloom matches. Receipts only of matching blocks.
+     */
+    const visit = async (n: bigint, likely: boolean): Promise<boolean> => {
       const hash = await this.chain.getCanonicalHash(n);
-      const header = hash === undefined ? undefined : await this.chain.getHeaderByHash(hash);
-      if (hash !== undefined && header !== undefined && bloomMatches(header.logsBloom, bits)) {
-        const block = await this.chain.getBlockByHash(hash);
-        if (block !== undefined) await this.#collectLogs(block, query, bits, found);
+      let matched = false;
+      if (hash !== undefined) {
+        const header = likely ? undefined : await this.chain.getHeaderByHash(hash);
+        if (header === undefined || bloomMatches(header.logsBloom, bits)) {
+          const block = await this.chain.getBlockByHash(hash);
+          if (block !== undefined) matched = await this.#collectLogs(block, query, bits, found);
+        }
       }
       if (capped && found.length > cap) {
         throw new ChainError(
@@ -356,12 +363,14 @@ export class ChainReader {
             `ask for at most ${range} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + range - 1n).toString(16)}`,
         );
       }
+      return matched;
     };
     const last = to < head ? to : head;
     const indexed = await this.#indexedBlocks(query, from, last);
     const scanEnd = indexed === undefined ? last : indexed.start - 1n;
-    for (let n = from; n <= scanEnd; n++) await visit(n);
-    for (const n of indexed?.blocks ?? []) await visit(n);
+    let likely = false;
+    for (let n = from; n <= scanEnd; n++) likely = await visit(n, likely);
+    for (const n of indexed?.blocks ?? []) await visit(n, true);
     return found;
   }
 
@@ -417,11 +426,12 @@ export class ChainReader {
     query: LogQuery,
     bits: QueryBits,
     out: FoundLog[],
-  ): Promise<void> {
-    if (!bloomMatches(block.block.header.logsBloom, bits)) return;
+  ): Promise<boolean> {
+    if (!bloomMatches(block.block.header.logsBloom, bits)) return false;
     const receipts = await this.chain.getReceipts(block.hash);
-    if (receipts === undefined) return;
+    if (receipts === undefined) return false;
     out.push(...blockLogs(block, receipts, query));
+    return true;
   }
 
   async transaction(hash: Uint8Array): Promise<IncludedTransaction | null> {

@@ -198,7 +198,7 @@ describe("ChainReader.getLogs limits", () => {
     expect(source.pendingBlock).not.toHaveBeenCalled();
   });
 
-  it("reads the bodies and receipts of the blocks whose bloom matches only", async () => {
+  it("reads receipts of the blocks whose bloom matches only, bodies of those and of the block after each", async () => {
     const chain = await openChain();
     const nonce = await emitting(chain, [[1], [0], [0], [0], [0], [0]]);
     await chain.mine([sign({ nonce, to: EMITTER_B, data: word(2) })], {
@@ -218,6 +218,21 @@ describe("ChainReader.getLogs limits", () => {
     expect(logs.every((l) => l.block.block.header.number === 8n)).toBe(true);
     expect(byNumberReads).not.toHaveBeenCalled();
     expect(bodies).toHaveBeenCalledTimes(1);
+    expect(receipts).toHaveBeenCalledTimes(1);
+
+    // After a match the next block is read whole at once (runs of matches are common): block 2
+    // matches A, so block 3 is read whole; its bloom does not, so 4 to 8 go by headers again.
+    const headers = vi.spyOn(chain, "getHeaderByHash");
+    bodies.mockClear();
+    receipts.mockClear();
+    const ofA = await reader.getLogs({
+      addresses: [EMITTER_A],
+      topics: [],
+      range: range(byNumber(0n), byTag(BlockTag.LATEST)),
+    });
+    expect(ofA.map((l) => l.block.block.header.number)).toEqual([2n]);
+    expect(bodies.mock.calls.length).toBe(2);
+    expect(headers.mock.calls.length).toBe(8);
     expect(receipts).toHaveBeenCalledTimes(1);
   });
 });
