@@ -401,7 +401,9 @@ export class ChainReader {
     const limit = Math.max(1, Number(length / 8n));
     let blocks: bigint[] | undefined;
     for (const [kind, values] of constraints) {
-      const found = await index.logIndexBlocks(kind, values, start, last, limit);
+      // Once some blocks are named, another position is worth reading only if it is rarer.
+      const most = blocks === undefined ? limit : Math.min(limit, blocks.length * 4);
+      const found = await index.logIndexBlocks(kind, values, start, last, most);
       if (found === undefined) continue;
       if (blocks === undefined) blocks = found;
       else {
