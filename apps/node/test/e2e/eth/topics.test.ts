@@ -63,8 +63,8 @@ describe("topic matching", () => {
     ["[A, B, C] needs a third topic", [A, B, C], [4]],
     ["[null, null, null, D] matches the fourth topic", [null, null, null, D], [4]],
     ["[A, null, null, [C, D]]", [A, null, null, [C, D]], [4]],
-    // A null position is no constraint, even past a log's last topic (as Anvil; geth and the
-    // reference's ethereumj base require the topic to exist).
+    // A null position is no constraint, even past a log's last topic, as in Anvil (geth
+    // requires the topic to exist).
     ["[null] is no constraint, the anonymous event included", [null], [0, 2, 4]],
     ["[A, null, null, null] matches A first, whatever follows", [A, null, null, null], [2, 4]],
   ])("%s", async (_name, topics, logs) => {
