@@ -20,7 +20,6 @@ import {
 import { LRUCache } from "lru-cache";
 import {
   decodeLogIndexStart,
-  encodeLogIndexStart,
   LOG_INDEX_START_KEY,
   logIndexBlocks,
   logIndexDeletes,
@@ -222,7 +221,7 @@ export class BlockStore {
         type: "put",
         bucket: Bucket.META,
         key: LOG_INDEX_START_KEY,
-        value: encodeLogIndexStart(start),
+        value: numberKey(start),
       });
     }
     return ops;

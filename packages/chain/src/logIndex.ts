@@ -35,7 +35,7 @@ export interface LogIndexReader {
   ): Promise<bigint[] | undefined>;
 }
 
-/** `META` key of the first indexed block number (8 bytes, big-endian). */
+/** `META` key of the first indexed block number (8 bytes, big-endian, as `numberKey` writes it). */
 export const LOG_INDEX_START_KEY = new TextEncoder().encode("logIndexStart");
 
 /** Topic positions a log can have (LOG0 to LOG4). */
@@ -118,12 +118,6 @@ function entryKey(kind: number, value: Uint8Array, number: bigint): Uint8Array {
 
 function readNumber(key: Uint8Array): bigint {
   return new DataView(key.buffer, key.byteOffset + key.length - 8, 8).getBigUint64(0);
-}
-
-export function encodeLogIndexStart(number: bigint): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, number);
-  return out;
 }
 
 export function decodeLogIndexStart(bytes: Uint8Array): bigint {

@@ -95,14 +95,9 @@ export class FilterManager {
     await this.#feed;
     const filter = this.#get(id);
     filter.lastPoll = this.#now();
-    if (filter.kind === "logs") {
-      const changes = filter.changes;
-      filter.changes = [];
-      return { kind: "logs", changes };
-    }
-    const changes = filter.changes;
+    const taken = { kind: filter.kind, changes: filter.changes } as FilterChanges;
     filter.changes = [];
-    return { kind: filter.kind, changes };
+    return taken;
   }
 
   /** Every log a log filter matches now (its block range, against the chain as it is). */
