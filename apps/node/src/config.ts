@@ -4,6 +4,8 @@ import { isAbsolute, join, resolve } from "node:path";
 import { DEFAULT_CHAIN_CACHE_SIZES, DEFAULT_STATE_CACHE } from "@nodex/chain";
 import {
   DEFAULT_FILTER_OPTIONS,
+  DEFAULT_SUBSCRIPTION_OPTIONS,
+  DEFAULT_WS_OPTIONS,
   defaultRPCOptions,
   type HttpLayer,
   type RPCOptions,
@@ -196,6 +198,7 @@ export function parseCommandLine(environment: Environment): Command {
       ? join(home, ".nodex", network.name)
       : expandHome(datadirText, home, environment.cwd ?? ".");
 
+  const wsPort = pick<number>("wsPort");
   const rpc: RPCOptions = {
     host: pick<string>("rpcHost") ?? defaultRPCOptions.host,
     port: pick<number>("rpcPort") ?? defaultRPCOptions.port,
@@ -215,6 +218,15 @@ export function parseCommandLine(environment: Environment): Command {
       maxFilters: pick<number>("rpcMaxFilters") ?? DEFAULT_FILTER_OPTIONS.maxFilters,
     },
     httpLayer: pick<HttpLayer>("rpcHttpLayer") ?? defaultRPCOptions.httpLayer,
+    ...(wsPort === undefined ? {} : { wsPort }),
+    ws: {
+      maxConnections: pick<number>("wsMaxConnections") ?? DEFAULT_WS_OPTIONS.maxConnections,
+      maxBufferedBytes: pick<number>("wsMaxBufferBytes") ?? DEFAULT_WS_OPTIONS.maxBufferedBytes,
+    },
+    subscriptions: {
+      maxPerConnection:
+        pick<number>("wsMaxSubscriptions") ?? DEFAULT_SUBSCRIPTION_OPTIONS.maxPerConnection,
+    },
   };
   const config: NodeConfig = {
     network,

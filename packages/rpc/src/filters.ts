@@ -167,7 +167,7 @@ export class FilterManager {
           const receipts = await change.receipts(block);
           if (receipts === undefined) continue;
           for (const filter of logFilters) {
-            if (!inRange(filter.query, block.block.header.number)) continue;
+            if (!logInRange(filter.query, block.block.header.number)) continue;
             for (const found of blockLogs(block, receipts, filter.query))
               push(filter.changes, { found, removed }, this.#opts.maxChanges);
           }
@@ -192,7 +192,7 @@ function push<T>(list: T[], item: T, max: number): void {
 }
 
 /** Whether a log filter's `fromBlock`/`toBlock` take block `number` (tags other than earliest do). */
-function inRange(query: LogQuery, number: bigint): boolean {
+export function logInRange(query: LogQuery, number: bigint): boolean {
   if ("blockHash" in query.range) return false;
   const from = bound(query.range.from);
   const to = bound(query.range.to);

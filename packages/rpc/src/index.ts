@@ -53,8 +53,20 @@ export type {
   RPCServices,
   StateView,
   SubmittedBlockInfo,
+  SubscriptionHost,
   SyncStatus,
   TransactionService,
   WalletService,
 } from "./services.js";
+export {
+  DEFAULT_SUBSCRIPTION_OPTIONS,
+  type NotificationSink,
+  SUBSCRIPTION_ALIASES,
+  type SubscriptionKind,
+  SubscriptionManager,
+  type SubscriptionOptions,
+  type SubscriptionRequest,
+} from "./subscriptions.js";
 export { WalletError, WalletErrorCode } from "./wallet.js";
+export { DEFAULT_WS_OPTIONS, WsHub, type WsOptions } from "./ws/hub.js";
+export { WsSession, type WsSocket } from "./ws/session.js";

@@ -1,5 +1,7 @@
 import type { ModuleName } from "@nodex/types";
 import type { FilterOptions } from "./filters.js";
+import type { SubscriptionOptions } from "./subscriptions.js";
+import type { WsOptions } from "./ws/hub.js";
 
 /** Settings of the JSON-RPC service. Plain values; `apps/node` builds them from its config. */
 export interface RPCOptions {
@@ -26,6 +28,15 @@ export interface RPCOptions {
   readonly httpLayer: HttpLayer;
   /** Filter expiry and limits; `DEFAULT_FILTER_OPTIONS` for those not given. */
   readonly filters?: Partial<FilterOptions>;
+  /**
+   * A second listener, on `host`, for WebSocket only (the reference node's 4445); WebSocket is
+   * served on `port` in any case.
+   */
+  readonly wsPort?: number;
+  /** WebSocket connection limits; `DEFAULT_WS_OPTIONS` for those not given. */
+  readonly ws?: Partial<WsOptions>;
+  /** Subscription limits; `DEFAULT_SUBSCRIPTION_OPTIONS` for those not given. */
+  readonly subscriptions?: Partial<SubscriptionOptions>;
 }
 
 export type HttpLayer = "auto" | "uws" | "node";

@@ -13,10 +13,13 @@ import { miningModules } from "./modules/mining.js";
 import { nodexChainModule } from "./modules/nodexChain.js";
 import { personalModule } from "./modules/personal.js";
 import { rpcModule } from "./modules/rpc.js";
+import { subscribeModule } from "./modules/subscribe.js";
 import { txpoolModules } from "./modules/txpool.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
 import type { RPCServices } from "./services.js";
+import { SubscriptionManager } from "./subscriptions.js";
+import { DEFAULT_WS_OPTIONS, WsHub } from "./ws/hub.js";
 
 export interface RPCServerDeps {
   readonly services: RPCServices;
@@ -32,6 +35,8 @@ export interface RPCServer {
   readonly dispatcher: Dispatcher;
   /** Bound address, once started. */
   address(): { host: string; port: number } | undefined;
+  /** The WebSocket-only listener's address (`wsPort`), once started. */
+  wsAddress(): { host: string; port: number } | undefined;
   start(): Promise<{ host: string; port: number }>;
   stop(): Promise<void>;
 }
@@ -55,6 +60,11 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       ? undefined
       : new FilterManager(reader, events, opts.filters);
   if (filters !== undefined) chainModules.push(filterModule(filters));
+  const subscriptions =
+    reader === undefined || events === undefined
+      ? undefined
+      : new SubscriptionManager(events, log, opts.subscriptions);
+  if (subscriptions !== undefined) chainModules.push(subscribeModule);
   if (pool !== undefined) chainModules.push(...txpoolModules(pool));
   // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
   if (dev !== undefined) chainModules.push(evmModule(dev));
@@ -84,24 +94,49 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     network: deps.services.network.name,
     blockNumber: `0x${deps.services.chain.blockNumber().toString(16)}`,
   });
-  const app = new HttpApp(
-    { apiKeys: opts.apiKeys, corsOrigins: opts.corsOrigins, maxBodyBytes: opts.maxBodyBytes },
-    { dispatcher, health },
+  const ws = new WsHub(
+    { ...DEFAULT_WS_OPTIONS, ...opts.ws },
+    { dispatcher, subscriptions, logger: log },
   );
+  const appOptions = {
+    apiKeys: opts.apiKeys,
+    corsOrigins: opts.corsOrigins,
+    maxBodyBytes: opts.maxBodyBytes,
+  };
+  const app = new HttpApp(appOptions, { dispatcher, health, ws });
   const chosen =
     deps.transport === undefined
       ? chooseTransport(opts.httpLayer, log)
       : { layer: "custom", factory: deps.transport };
   const transport = chosen.factory(app);
+  const wsTransport =
+    opts.wsPort === undefined
+      ? undefined
+      : chosen.factory(
+          new HttpApp({ ...appOptions, websocketOnly: true }, { dispatcher, health, ws }),
+        );
   let bound: { host: string; port: number } | undefined;
+  let wsBound: { host: string; port: number } | undefined;
   return {
     registry,
     dispatcher,
     address: () => bound,
+    wsAddress: () => wsBound,
     async start() {
       bound = await transport.listen(opts.host, opts.port);
+      if (wsTransport !== undefined && opts.wsPort !== undefined) {
+        try {
+          wsBound = await wsTransport.listen(opts.host, opts.wsPort);
+        } catch (err) {
+          await transport.close();
+          bound = undefined;
+          throw err;
+        }
+      }
       log.info("JSON-RPC server listening", {
         url: `http://${bound.host}:${bound.port}`,
+        ws: `ws://${bound.host}:${bound.port}`,
+        ...(wsBound === undefined ? {} : { wsOnly: `ws://${wsBound.host}:${wsBound.port}` }),
         mode: hosted ? "hosted" : "local",
         http: chosen.layer,
         modules: registry.enabledModules(),
@@ -110,8 +145,11 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     },
     async stop() {
       filters?.close();
-      await transport.close();
+      subscriptions?.close();
+      ws.closeAll();
+      await Promise.all([transport.close(), wsTransport?.close()]);
       bound = undefined;
+      wsBound = undefined;
     },
   };
 }

@@ -15,6 +15,7 @@ import type {
   SignedTransaction,
   UnsignedTransaction,
 } from "@nodex/types";
+import type { SubscriptionRequest } from "./subscriptions.js";
 
 /** The chain as the RPC methods see it. */
 export interface ChainView {
@@ -24,12 +25,14 @@ export interface ChainView {
   gasPrice(): bigint;
 }
 
-/** The node's events the filters follow. */
+/** The node's events the filters and subscriptions follow. */
 export interface NodeEvents {
   /** Every change of the canonical head, with the blocks that left and joined the chain. */
   onHeadChange(listener: (change: HeadChange) => void): () => void;
   /** Every transaction the pool took in. */
   onNewTransaction(listener: (tx: SignedTransaction) => void): () => void;
+  /** Every start, progress step and end of a sync with the network, where the node syncs. */
+  onSyncingChange?(listener: (status: SyncStatus) => void): () => void;
 }
 
 /** What the state methods read of the state after a block. */
@@ -240,4 +243,14 @@ export interface RPCServices {
 export interface CallContext {
   /** True when the node runs with API keys (hosted mode). */
   readonly hosted: boolean;
+  /** The WebSocket connection the request came over; absent over HTTP. */
+  readonly connection?: SubscriptionHost;
+}
+
+/** What `eth_subscribe` and `eth_unsubscribe` may do on the connection they came over. */
+export interface SubscriptionHost {
+  /** A new subscription's id; its notifications follow the answer that carries the id. */
+  subscribe(request: SubscriptionRequest): string;
+  /** `true` when `id` was a subscription of this connection. */
+  unsubscribe(id: string): boolean;
 }

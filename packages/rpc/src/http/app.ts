@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Dispatcher, RequestId } from "../dispatcher.js";
 import { errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
+import type { WsHub } from "../ws/hub.js";
 
 /** What the transport read from the request line and headers. */
 export interface HttpRequestHead {
@@ -26,6 +27,8 @@ export interface HttpAppOptions {
   readonly apiKeys: readonly string[];
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
+  /** A listener for WebSocket only (`--ws-port`): plain HTTP requests get 426. */
+  readonly websocketOnly?: boolean;
 }
 
 export interface HealthReport {
@@ -36,6 +39,8 @@ export interface HealthReport {
 export interface HttpAppDeps {
   readonly dispatcher: Dispatcher;
   readonly health: () => HealthReport;
+  /** WebSocket sessions; without it upgrades are refused. */
+  readonly ws?: WsHub;
 }
 
 const JSON_TYPES = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
@@ -62,6 +67,9 @@ export class HttpApp {
    */
   readonly drainBytes: number;
   readonly hosted: boolean;
+  readonly websocketOnly: boolean;
+  /** WebSocket sessions, when the service takes WebSocket connections. */
+  readonly ws: WsHub | undefined;
   readonly #keyDigests: ReadonlySet<string>;
   readonly #corsAny: boolean;
   readonly #corsOrigins: ReadonlySet<string>;
@@ -73,6 +81,8 @@ export class HttpApp {
     this.maxBodyBytes = opts.maxBodyBytes;
     this.drainBytes = Math.max(4 * opts.maxBodyBytes, 64 * 1024 * 1024);
     this.hosted = opts.apiKeys.length > 0;
+    this.websocketOnly = opts.websocketOnly === true;
+    this.ws = deps.ws;
     this.#keyDigests = new Set(opts.apiKeys.map(digest));
     this.#corsAny = opts.corsOrigins.includes("*");
     this.#corsOrigins = new Set(opts.corsOrigins);
@@ -84,6 +94,14 @@ export class HttpApp {
     const path = pathOf(req.url);
     if (req.method === "GET" && path === "/health") {
       return this.#json(req, 200, JSON.stringify(this.#deps.health()));
+    }
+    if (this.websocketOnly) {
+      return this.#error(
+        req,
+        426,
+        "this port serves JSON-RPC over WebSocket only: connect with ws://",
+        { upgrade: "websocket" },
+      );
     }
     if (req.method === "OPTIONS") return this.#preflight(req);
     if (req.method !== "POST") {
@@ -112,6 +130,26 @@ export class HttpApp {
       req.contentLength > this.maxBodyBytes + this.drainBytes
     ) {
       return this.tooLarge(req);
+    }
+    return undefined;
+  }
+
+  /**
+   * Whether a WebSocket upgrade may go ahead: `undefined` yes, else the reply that refuses it
+   * (no WebSocket service, a missing or wrong API key in hosted mode, too many connections).
+   */
+  upgrade(req: HttpRequestHead): HttpReply | undefined {
+    if (this.ws === undefined)
+      return this.#error(req, 404, "this server does not serve WebSocket connections");
+    if (this.hosted && !this.#keyDigests.has(digest(lastSegment(pathOf(req.url))))) {
+      return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
+    }
+    if (!this.ws.accepting) {
+      return this.#error(
+        req,
+        503,
+        `too many WebSocket connections: this node serves at most ${this.ws.opts.maxConnections}`,
+      );
     }
     return undefined;
   }

@@ -1,5 +1,6 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { type WebSocket, WebSocketServer } from "ws";
 import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
 import type { HttpTransport } from "./transport.js";
 
@@ -11,6 +12,12 @@ export function createNodeHttpTransport(app: HttpApp): HttpTransport {
       else res.destroy();
     });
   });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: app.maxBodyBytes,
+    perMessageDeflate: false,
+  });
+  server.on("upgrade", (req, socket: Socket, head: Buffer) => upgrade(app, wss, req, socket, head));
   return {
     listen(host, port) {
       return new Promise((resolve, reject) => {
@@ -26,14 +33,57 @@ export function createNodeHttpTransport(app: HttpApp): HttpTransport {
       return new Promise((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        for (const client of wss.clients) client.terminate();
       });
     },
   };
 }
 
-async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function upgrade(
+  app: HttpApp,
+  wss: WebSocketServer,
+  req: IncomingMessage,
+  socket: Socket,
+  head: Buffer,
+): void {
+  socket.on("error", () => socket.destroy());
+  const refused = app.upgrade(headOf(req));
+  if (refused !== undefined || app.ws === undefined) {
+    const reply = refused ?? { status: 404, headers: {}, body: "" };
+    const lines = [`HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ""}`];
+    for (const [key, value] of Object.entries(reply.headers)) lines.push(`${key}: ${value}`);
+    lines.push(`content-length: ${Buffer.byteLength(reply.body)}`, "connection: close", "", "");
+    socket.end(lines.join("\r\n") + reply.body);
+    return;
+  }
+  const hub = app.ws;
+  wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+    const session = hub.open(
+      {
+        send: (text) => ws.send(text),
+        bufferedAmount: () => ws.bufferedAmount,
+        terminate: () => ws.terminate(),
+        close: (code, reason) => ws.close(code, reason),
+      },
+      app.hosted,
+      `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+    );
+    ws.on("message", (data: Buffer | Buffer[] | ArrayBuffer) => {
+      const text = Array.isArray(data)
+        ? Buffer.concat(data).toString("utf8")
+        : Buffer.isBuffer(data)
+          ? data.toString("utf8")
+          : Buffer.from(data).toString("utf8");
+      session.onMessage(text);
+    });
+    ws.on("close", () => hub.closed(session));
+    ws.on("error", () => ws.terminate());
+  });
+}
+
+function headOf(req: IncomingMessage): HttpRequestHead {
   const lengthHeader = req.headers["content-length"];
-  const head: HttpRequestHead = {
+  return {
     method: req.method ?? "GET",
     url: req.url ?? "/",
     contentType: req.headers["content-type"],
@@ -41,6 +91,10 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
     contentLength: lengthHeader === undefined ? undefined : Number(lengthHeader),
     requestHeaders: header(req.headers["access-control-request-headers"]),
   };
+}
+
+async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const head = headOf(req);
   const early = app.head(head);
   if (early !== undefined) {
     send(res, early);

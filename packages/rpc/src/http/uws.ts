@@ -1,5 +1,7 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import type { WsHub } from "../ws/hub.js";
+import type { WsSession } from "../ws/session.js";
 import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
 import type { HttpTransport } from "./transport.js";
 
@@ -11,6 +13,14 @@ interface UwsResponse {
   writeStatus(status: string): UwsResponse;
   writeHeader(key: string, value: string): UwsResponse;
   end(body?: string, closeConnection?: boolean): UwsResponse;
+  upgrade(
+    userData: WsUserData,
+    secWebSocketKey: string,
+    secWebSocketProtocol: string,
+    secWebSocketExtensions: string,
+    context: unknown,
+  ): void;
+  getRemoteAddressAsText(): ArrayBuffer;
 }
 interface UwsRequest {
   getCaseSensitiveMethod(): string;
@@ -18,7 +28,30 @@ interface UwsRequest {
   getQuery(): string | undefined;
   getHeader(lowerCaseKey: string): string;
 }
+interface UwsWebSocket {
+  send(message: string, isBinary?: boolean, compress?: boolean): number;
+  getBufferedAmount(): number;
+  end(code?: number, shortMessage?: string): void;
+  close(): void;
+  getRemoteAddressAsText(): ArrayBuffer;
+  getUserData(): WsUserData;
+}
+interface WsUserData {
+  remote: string;
+  session?: WsSession;
+}
+interface UwsBehavior {
+  maxPayloadLength: number;
+  maxBackpressure: number;
+  idleTimeout: number;
+  sendPingsAutomatically: boolean;
+  upgrade(res: UwsResponse, req: UwsRequest, context: unknown): void;
+  open(ws: UwsWebSocket): void;
+  message(ws: UwsWebSocket, message: ArrayBuffer, isBinary: boolean): void;
+  close(ws: UwsWebSocket, code: number, message: ArrayBuffer): void;
+}
 interface UwsApp {
+  ws(pattern: string, behavior: UwsBehavior): UwsApp;
   any(pattern: string, handler: (res: UwsResponse, req: UwsRequest) => void): UwsApp;
   listen(host: string, port: number, cb: (token: unknown) => void): UwsApp;
 }
@@ -34,10 +67,13 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   200: "200 OK",
   204: "204 No Content",
   401: "401 Unauthorized",
+  404: "404 Not Found",
   405: "405 Method Not Allowed",
   413: "413 Payload Too Large",
   415: "415 Unsupported Media Type",
+  426: "426 Upgrade Required",
   500: "500 Internal Server Error",
+  503: "503 Service Unavailable",
 };
 
 /** uWebSockets.js as Ganache publishes it on npm (prebuilt for Node 16, 18 and 20 only). */
@@ -64,6 +100,7 @@ export function loadUws(): { uws: UwsModule } | { error: string } {
 export function createUwsTransport(app: HttpApp, uws: UwsModule): HttpTransport {
   const server = uws.App();
   let token: unknown;
+  if (app.ws !== undefined) server.ws("/*", websocket(app, app.ws));
   server.any("/*", (res, req) => serve(app, res, req));
   return {
     listen(host, port) {
@@ -86,6 +123,63 @@ export function createUwsTransport(app: HttpApp, uws: UwsModule): HttpTransport 
       // when the process exits.
       if (token !== undefined) uws.us_listen_socket_close(token);
       token = undefined;
+      app.ws?.closeAll();
+    },
+  };
+}
+
+/** WebSocket on every path, as the reference node serves it; the API-key rule in hosted mode. */
+function websocket(app: HttpApp, hub: WsHub): UwsBehavior {
+  return {
+    maxPayloadLength: app.maxBodyBytes,
+    // The session drops a peer past the limit itself (with a log line); uWS must not drop
+    // messages silently before that.
+    maxBackpressure: 2 * hub.opts.maxBufferedBytes + app.maxBodyBytes,
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
+    upgrade(res, req, context) {
+      const head: HttpRequestHead = {
+        method: req.getCaseSensitiveMethod(),
+        url: req.getQuery() ? `${req.getUrl()}?${req.getQuery()}` : req.getUrl(),
+        contentType: undefined,
+        origin: optional(req.getHeader("origin")),
+        contentLength: undefined,
+        requestHeaders: undefined,
+      };
+      const refused = app.upgrade(head);
+      if (refused !== undefined) {
+        send(res, refused, true);
+        return;
+      }
+      res.upgrade(
+        { remote: Buffer.from(res.getRemoteAddressAsText()).toString() },
+        req.getHeader("sec-websocket-key"),
+        req.getHeader("sec-websocket-protocol"),
+        req.getHeader("sec-websocket-extensions"),
+        context,
+      );
+    },
+    open(ws) {
+      const data = ws.getUserData();
+      data.session = hub.open(
+        {
+          send: (text) => {
+            ws.send(text, false, false);
+          },
+          bufferedAmount: () => ws.getBufferedAmount(),
+          terminate: () => ws.close(),
+          close: (code, reason) => ws.end(code, reason),
+        },
+        app.hosted,
+        data.remote,
+      );
+    },
+    message(ws, message) {
+      ws.getUserData().session?.onMessage(Buffer.from(message).toString("utf8"));
+    },
+    close(ws) {
+      const session = ws.getUserData().session;
+      if (session !== undefined) hub.closed(session);
     },
   };
 }
