@@ -23,8 +23,21 @@ import {
 } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import {
+  ACCOUNT0,
+  compileToken,
+  GAS_DEPLOY,
+  GAS_TOKEN_TRANSFER,
+  GAS_TRANSFER,
+  hex,
+  loadEthers,
+  sign,
+  TOKEN_SUPPLY,
+  TRANSFER_TOPIC,
+  waitMined,
+  word,
+} from "../lib/eth.mjs";
 import { firstLines, fmtInt, fmtMs, indent, log, readTail, sleep, table } from "../lib/format.mjs";
 import { freePort, RPCClient, RPCError } from "../lib/http.mjs";
 import { cpuWindow, Latencies, loadAutocannon, measure, measureClosedLoop } from "../lib/load.mjs";
@@ -39,15 +52,12 @@ import {
 } from "../lib/servers.mjs";
 import {
   benchDir,
-  benchRequireOf,
   ensureBenchDeps,
   ensureNodexBuilt,
   gitCommit,
   packageJSON,
   root,
 } from "../lib/setup.mjs";
-
-const here = dirname(fileURLToPath(import.meta.url));
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -167,73 +177,17 @@ function idList(flag, text, known) {
 // ---------------------------------------------------------------------------------------------
 // The chain side: accounts, the token, signing
 
-/** Account #0 of the dev mnemonic: funded on all four nodes. */
-const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
-const ACCOUNT0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 /** Fresh addresses (no key, no balance anywhere), so their balances count exactly what we send. */
 const ETH_TO = "0x00000000000000000000000000000000000be0c1";
 const TOKEN_TO = "0x00000000000000000000000000000000000be0c2";
 const HISTORY_TO = "0x00000000000000000000000000000000000be0c4";
 const ETH_VALUE = 1n; // wei per ETH transfer
-const TOKEN_SUPPLY = 10n ** 24n;
-const GAS_TRANSFER = 21_000n;
-const GAS_TOKEN_TRANSFER = 100_000n;
-const GAS_DEPLOY = 2_000_000n;
 const LOG_BLOCKS = 100;
 /** Blocks of the eth_getLogs range over the history (fewer if --history is smaller). */
 const OLD_LOG_BLOCKS = 1000;
-const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
 let ethers;
-let signingKey;
 let token; // {abi, bytecode, iface, solc}
-
-function compileToken() {
-  const solc = benchRequireOf("solc");
-  const file = "Token.sol";
-  const output = JSON.parse(
-    solc.compile(
-      JSON.stringify({
-        language: "Solidity",
-        sources: { [file]: { content: readFileSync(join(here, file), "utf8") } },
-        settings: {
-          // Paris (no PUSH0) runs on every node here, Ganache 7 included.
-          evmVersion: "paris",
-          optimizer: { enabled: true, runs: 200 },
-          outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
-        },
-      }),
-    ),
-  );
-  const errors = (output.errors ?? []).filter((e) => e.severity === "error");
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  const c = output.contracts[file].Token;
-  return {
-    abi: c.abi,
-    bytecode: `0x${c.evm.bytecode.object}`,
-    iface: new ethers.Interface(c.abi),
-    solc: solc.version(),
-  };
-}
-
-/** A signed legacy (type 0) transaction from account #0: {raw, hash}. */
-function sign({ chainId, nonce, gasPrice, gasLimit, to, value = 0n, data = "0x" }) {
-  const tx = ethers.Transaction.from({
-    type: 0,
-    chainId,
-    nonce,
-    gasPrice,
-    gasLimit,
-    to,
-    value,
-    data,
-  });
-  tx.signature = signingKey.sign(tx.unsignedHash);
-  return { raw: tx.serialized, hash: tx.hash };
-}
-
-const hex = (n) => `0x${BigInt(n).toString(16)}`;
-const word = (n) => `0x${BigInt(n).toString(16).padStart(64, "0")}`;
 
 async function tokenBalance(rpc, ctx, who) {
   const data = token.iface.encodeFunctionData("balanceOf", [who]);
@@ -660,28 +614,6 @@ async function buildHistory(rpc, ctx, server) {
   const from = txs[0].block;
   const to = Math.min(from + OLD_LOG_BLOCKS - 1, txs[txs.length - 1].block);
   return { txs, logRange: [from, to], seconds: (Date.now() - t0) / 1000, evmMine };
-}
-
-/**
- * Waits until `hash` is mined, as long as account #0's nonce keeps moving: null after `idleMs`
- * without progress (a node that stopped mining).
- */
-async function waitMined(rpc, hash, idleMs = 5000) {
-  let deadline = Date.now() + idleMs;
-  let lastNonce = -1;
-  for (let polls = 1; ; polls++) {
-    const receipt = await rpc.call("eth_getTransactionReceipt", [hash]);
-    if (receipt) return receipt;
-    if (polls % 100 === 0) {
-      const n = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
-      if (n !== lastNonce) {
-        lastNonce = n;
-        deadline = Date.now() + idleMs;
-      }
-    }
-    if (Date.now() > deadline) return null;
-    if (polls > 10) await sleep(1);
-  }
 }
 
 /**
@@ -1666,9 +1598,7 @@ async function main() {
   mkdirSync(resultsDir, { recursive: true });
   ensureBenchDeps(["autocannon", "ethers", "solc"]);
   await loadAutocannon();
-  ethers = await import("ethers");
-  signingKey = new ethers.SigningKey(KEY0);
-  if (new ethers.Wallet(KEY0).address !== ACCOUNT0) throw new Error("KEY0 is not account #0");
+  ethers = await loadEthers();
   if (selected.some((s) => s.kind === "nodex")) {
     if (opts.nodexBin) {
       if (!existsSync(opts.nodexBin)) usage(`--nodex-bin: ${opts.nodexBin} does not exist`);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.20;
 
-/// The minimal ERC-20 that bench/chain/run.mjs deploys on each node (compiled with solc at start).
+/// The minimal ERC-20 that bench/chain and bench/logs deploy on each node (compiled with solc at start,
+/// bench/lib/eth.mjs).
 contract Token {
     string public constant name = "Bench Token";
     string public constant symbol = "BENCH";
