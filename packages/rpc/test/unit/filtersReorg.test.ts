@@ -19,9 +19,10 @@ import {
 } from "@nodex/types";
 import { afterEach, describe, expect, it } from "vitest";
 import { FilterManager, type LogChange } from "../../src/filters.js";
+import { type NotificationSink, SubscriptionManager } from "../../src/subscriptions.js";
 
 // Removed logs across a reorganization: two competing branches built on two chains, then
-// imported into a third whose filters follow the head event.
+// imported into a third whose filters and subscriptions follow the head event.
 const network = NETWORKS.regtest;
 const executor = new Executor(network);
 const MINER = hexToBytes("0x00000000000000000000000000000000000000aa") as Address;
@@ -105,5 +106,57 @@ describe("log filters across a reorganization", () => {
       { block: hashOf(heavy[3]!), removed: false },
     ]);
     filters.close();
+  });
+});
+
+describe("subscriptions across a reorganization", () => {
+  it("send the new branch's heads lowest first, and removed logs before the new branch's", async () => {
+    const light = await branch(1, 1_000n);
+    const heavy = await branch(3, 2_000n);
+    const chain = await newChain();
+    const subscriptions = new SubscriptionManager(
+      {
+        onHeadChange: (listener) => chain.onHeadChange(listener),
+        onNewTransaction: () => () => {},
+      },
+      nullLogger,
+    );
+    const sent: { subscription: string; result: Record<string, unknown> }[] = [];
+    const sink: NotificationSink = {
+      notify: (_id, text) => sent.push((JSON.parse(text) as { params: (typeof sent)[0] }).params),
+    };
+    const heads = subscriptions.subscribe(sink, { kind: "newHeads" });
+    const logs = subscriptions.subscribe(sink, {
+      kind: "logs",
+      query: {
+        range: { from: { kind: "tag", tag: "latest" }, to: { kind: "tag", tag: "latest" } },
+        addresses: [CONTRACT],
+        topics: [[PING]],
+      },
+    });
+    const of = (id: string) => sent.filter((n) => n.subscription === id).map((n) => n.result);
+    const until = async (id: string, count: number) => {
+      for (let i = 0; i < 200 && of(id).length < count; i++)
+        await new Promise((r) => setTimeout(r, 5));
+      return of(id);
+    };
+    const hashOf = (block: Block) => bytesToHex(headerHash(block.header));
+    for (const block of light) await chain.importBlock(block);
+    expect((await until(logs, 1)).map((l) => [l.blockHash, l.removed])).toEqual([
+      [hashOf(light[1]!), false],
+    ]);
+    for (const block of heavy) await chain.importBlock(block);
+    expect(of(heads).map((h) => h.hash)).toEqual([...light, ...heavy].map(hashOf));
+    expect((await until(logs, 5)).map((l) => [l.blockHash, l.removed])).toEqual([
+      [hashOf(light[1]!), false],
+      [hashOf(light[1]!), true],
+      [hashOf(heavy[1]!), false],
+      [hashOf(heavy[2]!), false],
+      [hashOf(heavy[3]!), false],
+    ]);
+    expect(subscriptions.unsubscribe(sink, heads)).toBe(true);
+    subscriptions.closeSink(sink);
+    expect(subscriptions.size).toBe(0);
+    subscriptions.close();
   });
 });
