@@ -1,0 +1,3 @@
+import "./polyfills.js";
+
+export { P2PError, P2PErrorCode } from "./errors.js";
