@@ -9,6 +9,8 @@ export const P2PErrorCode = {
   FRAME_TOO_LARGE: "P2P_FRAME_TOO_LARGE",
   /** A frame that cannot be read: a bad length prefix, or the stream ended inside a frame. */
   FRAME_MALFORMED: "P2P_FRAME_MALFORMED",
+  /** The stream was reset or closed before the exchange was complete. */
+  STREAM_CLOSED: "P2P_STREAM_CLOSED",
   /** The peer did not answer in time. */
   TIMEOUT: "P2P_TIMEOUT",
   /** A request the peer sent that breaks the protocol (undecodable, over its limits). */
