@@ -25,6 +25,12 @@ import {
   logIndexDeletes,
   logIndexWrites,
 } from "./logIndex.js";
+import {
+  LOG_RECORD_START_KEY,
+  logRecordChanges,
+  logRecordNumbers,
+  readLogRecord,
+} from "./logRecords.js";
 
 /** A block of the chain with what the store knows of it. */
 export interface StoredBlock {
@@ -78,6 +84,8 @@ export class BlockStore {
   readonly #canonical: LRUCache<bigint, Uint8Array>;
   /** The first block of the log index, once read (it never changes once written). */
   #logIndexStart: bigint | undefined;
+  /** The first block with log records, once read (it never changes once written). */
+  #logRecordStart: bigint | undefined;
 
   constructor(db: Database, sizes: Partial<ChainCacheSizes> = {}) {
     const max = { ...DEFAULT_CHAIN_CACHE_SIZES, ...sizes };
@@ -192,10 +200,33 @@ export class BlockStore {
   }
 
   /**
-   * The log index's side of a change of the canonical chain, for the batch that makes it:
-   * the entries of `removed` deleted, then those of `added` written (a block at the same
-   * number as a removed one may share entries with it), and the index's start on its first
-   * use. A block whose receipts are unknown has no entries.
+   * The first block number with log records (every canonical block from it on that has logs
+   * has one), or `undefined` while no block has been recorded.
+   */
+  async logRecordStart(): Promise<bigint | undefined> {
+    if (this.#logRecordStart === undefined) {
+      const bytes = await this.#db.get(Bucket.META, LOG_RECORD_START_KEY);
+      if (bytes !== undefined) this.#logRecordStart = decodeLogIndexStart(bytes);
+    }
+    return this.#logRecordStart;
+  }
+
+  /** The log record of canonical block `number`: `undefined` when it has no logs. */
+  logRecord(number: bigint): Promise<Uint8Array | undefined> {
+    return readLogRecord(this.#db, number);
+  }
+
+  /** The canonical blocks in [`from`, `to`] with a log record, ascending, at most `limit`. */
+  logRecordNumbers(from: bigint, to: bigint, limit: number): Promise<bigint[]> {
+    return logRecordNumbers(this.#db, from, to, limit);
+  }
+
+  /**
+   * The log index's and the log records' side of a change of the canonical chain, for the
+   * batch that makes it: the entries and records of `removed` deleted, then those of `added`
+   * written (a block at the same number as a removed one may share entries with it), and where
+   * each starts on its first use. A block whose receipts are unknown has no entries and no
+   * record.
    */
   async logIndexChanges(
     removed: readonly StoredBlock[],
@@ -207,22 +238,32 @@ export class BlockStore {
       const receipts = await receiptsOf(block);
       if (receipts !== undefined) ops.push(...logIndexDeletes(block.block.header.number, receipts));
     }
+    const recorded = [];
     for (const block of added) {
       const receipts = await receiptsOf(block);
-      if (receipts !== undefined) ops.push(...logIndexWrites(block.block.header.number, receipts));
+      if (receipts === undefined) continue;
+      ops.push(...logIndexWrites(block.block.header.number, receipts));
+      recorded.push({
+        hash: block.hash,
+        number: block.block.header.number,
+        transactions: block.block.transactions,
+        receipts,
+      });
     }
-    if (added.length > 0 && (await this.logIndexStart()) === undefined) {
-      // Blocks below the first added one were made canonical without entries.
+    ops.push(...logRecordChanges(removed, recorded));
+    if (added.length > 0) {
+      // Blocks below the first added one were made canonical without entries (or records).
       const start = added.reduce(
         (low, block) => (block.block.header.number < low ? block.block.header.number : low),
         added[0]!.block.header.number,
       );
-      ops.push({
-        type: "put",
-        bucket: Bucket.META,
-        key: LOG_INDEX_START_KEY,
-        value: numberKey(start),
-      });
+      for (const [key, first] of [
+        [LOG_INDEX_START_KEY, await this.logIndexStart()],
+        [LOG_RECORD_START_KEY, await this.logRecordStart()],
+      ] as const) {
+        if (first === undefined)
+          ops.push({ type: "put", bucket: Bucket.META, key, value: numberKey(start) });
+      }
     }
     return ops;
   }

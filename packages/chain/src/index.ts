@@ -18,6 +18,7 @@ export {
 export { ChainError, ChainErrorCode } from "./errors.js";
 export type { HeadChange } from "./forkChoice.js";
 export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis.js";
+export type { LocatedLog } from "./logRecords.js";
 export { mergedMiningRules, SYNTHETIC_SEALER } from "./mergedMining.js";
 export type { MineOptions, RejectedTransaction } from "./production.js";
 export {

@@ -18,7 +18,7 @@ export const LogIndexKind = {
   TOPIC: 0x01,
 } as const;
 
-/** What log queries read of the index. */
+/** What log queries read of the index and of the log records. */
 export interface LogIndexReader {
   /** The first block number indexed, `undefined` while none is. */
   logIndexStart(): Promise<bigint | undefined>;
@@ -33,6 +33,12 @@ export interface LogIndexReader {
     to: bigint,
     limit: number,
   ): Promise<bigint[] | undefined>;
+  /** The first block number with log records (see `logRecords.ts`), `undefined` while none has. */
+  logRecordStart(): Promise<bigint | undefined>;
+  /** The log record of canonical block `number`: `undefined` when it has no logs. */
+  logRecord(number: bigint): Promise<Uint8Array | undefined>;
+  /** The canonical blocks in [`from`, `to`] with a log record, ascending, at most `limit`. */
+  logRecordNumbers(from: bigint, to: bigint, limit: number): Promise<bigint[]>;
 }
 
 /** `META` key of the first indexed block number (8 bytes, big-endian, as `numberKey` writes it). */

@@ -27,6 +27,7 @@ import type { StoredBlock } from "./blockStore.js";
 import type { Chain } from "./chain.js";
 import { ChainError, ChainErrorCode } from "./errors.js";
 import { LogIndexKind } from "./logIndex.js";
+import { type LocatedLog, recordLogs } from "./logRecords.js";
 
 /** Block ranges up to this many blocks return every matching log (the spec's limits). */
 export const LOGS_UNCAPPED_RANGE = 2000n;
@@ -34,6 +35,9 @@ export const LOGS_UNCAPPED_RANGE = 2000n;
 export const LOGS_CAP = 10_000;
 /** Log queries read the log index over ranges of at least this many indexed blocks by default. */
 export const LOG_INDEX_MIN_RANGE = 256n;
+/** Blocks of a range whose log records are looked up together: the first chunk, the largest. */
+const LOG_RECORD_FIRST_CHUNK = 64n;
+const LOG_RECORD_LAST_CHUNK = 1024n;
 /** Read-only states (by state root) kept open for reuse by default. */
 export const DEFAULT_STATE_CACHE = 8;
 
@@ -73,14 +77,13 @@ export interface LogQuery {
   readonly topics: readonly (readonly Hash32[] | null)[];
 }
 
-/** A log with where it is. */
-export interface FoundLog {
-  readonly log: Log;
-  readonly block: StoredBlock;
-  readonly transactionHash: Uint8Array;
-  readonly transactionIndex: number;
-  /** Position among all the block's logs. */
-  readonly logIndex: number;
+/**
+ * A log with where it is; `block` when the log was read from the whole block (`blockLogs`, a
+ * query by block hash, blocks older than the log records): queries over canonical ranges read
+ * the blocks' log records and leave it out.
+ */
+export interface FoundLog extends LocatedLog {
+  readonly block?: StoredBlock;
 }
 
 /** A transaction in its block. */
@@ -341,10 +344,20 @@ export class ChainReader {
     const range = this.#logsUncappedRange;
     const cap = this.#logsCap;
     const capped = to - from + 1n > range;
+    const checkCap = () => {
+      if (capped && found.length > cap) {
+        throw new ChainError(
+          ChainErrorCode.LOGS_LIMIT,
+          `query returns more than ${cap} logs over more than ${range} blocks: ` +
+            `ask for at most ${range} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + range - 1n).toString(16)}`,
+        );
+      }
+    };
     /**
-     * Tests a block's bloom and collects its logs. A block likely to match (one the index
-     * names, or after a match: runs of matches are common) is read whole at once; any other by
-     * its header first, and whole only if its bloom matches. Receipts only of matching blocks.
+     * For a block without a log record: tests its bloom and collects its logs. A block likely
+     * to match (one the index names, or after a match: runs of matches are common) is read
+     * whole at once; any other by its header first, and whole only if its bloom matches.
+     * Receipts only of matching blocks.
      */
     const visit = async (n: bigint, likely: boolean): Promise<boolean> => {
       const hash = await this.chain.getCanonicalHash(n);
@@ -356,21 +369,51 @@ export class ChainReader {
           if (block !== undefined) matched = await this.#collectLogs(block, query, bits, found);
         }
       }
-      if (capped && found.length > cap) {
-        throw new ChainError(
-          ChainErrorCode.LOGS_LIMIT,
-          `query returns more than ${cap} logs over more than ${range} blocks: ` +
-            `ask for at most ${range} blocks at a time, such as 0x${from.toString(16)} to 0x${(from + range - 1n).toString(16)}`,
-        );
-      }
+      checkCap();
       return matched;
+    };
+    const index = this.chain.logIndex;
+    /** For a block with a log record (or none: no logs): its matching logs from the record. */
+    const read = async (n: bigint): Promise<boolean> => {
+      const record = await index.logRecord(n);
+      if (record === undefined) return false;
+      recordLogs(record, n, query, found);
+      checkCap();
+      return true;
     };
     const last = to < head ? to : head;
     const indexed = await this.#indexedBlocks(query, from, last);
     const scanEnd = indexed === undefined ? last : indexed.start - 1n;
+    // Blocks from `recorded` on have log records; older ones are read whole.
+    const recorded = (await index.logRecordStart()) ?? last + 1n;
     let likely = false;
-    for (let n = from; n <= scanEnd; n++) likely = await visit(n, likely);
-    for (const n of indexed?.blocks ?? []) await visit(n, true);
+    const wholeEnd = scanEnd < recorded ? scanEnd : recorded - 1n;
+    for (let n = from; n <= wholeEnd; n++) likely = await visit(n, likely);
+    // Only the blocks with logs have records. Chunk by chunk (64 blocks, then twice as many
+    // each time up to 1,024): where the last chunk had records for at least an eighth of its
+    // blocks, each block's record is looked up; where it had fewer, one key read names the
+    // blocks that have one.
+    let dense = true;
+    let chunk = LOG_RECORD_FIRST_CHUNK;
+    for (let n = from > recorded ? from : recorded; n <= scanEnd; ) {
+      const end = scanEnd - n < chunk ? scanEnd : n + chunk - 1n;
+      const blocks = Number(end - n + 1n);
+      let present = 0;
+      if (dense) {
+        for (let m = n; m <= end; m++) if (await read(m)) present++;
+      } else {
+        const numbers = await index.logRecordNumbers(n, end, blocks);
+        for (const m of numbers) await read(m);
+        present = numbers.length;
+      }
+      dense = present * 8 >= blocks;
+      if (chunk < LOG_RECORD_LAST_CHUNK) chunk *= 2n;
+      n = end + 1n;
+    }
+    for (const n of indexed?.blocks ?? []) {
+      if (n < recorded) await visit(n, true);
+      else await read(n);
+    }
     return found;
   }
 
@@ -490,6 +533,8 @@ export function blockLogs(
       if (logMatches(log, query)) {
         out.push({
           log,
+          blockHash: block.hash,
+          blockNumber: block.block.header.number,
           block,
           transactionHash: block.block.transactions[txIndex]!.hash,
           transactionIndex: txIndex,

@@ -17,6 +17,7 @@ import {
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { blockLogs, Chain, ChainReader, type LogQuery } from "../../src/index.js";
 import { LOG_INDEX_START_KEY, LogIndexKind } from "../../src/logIndex.js";
+import { LOG_RECORD_KIND, LOG_RECORD_START_KEY } from "../../src/logRecords.js";
 import { executor, MINER, network } from "./fixtures.js";
 
 const [alice] = deriveDevAccounts();
@@ -87,6 +88,7 @@ const byNumber = (number: bigint): BlockSelector => ({ kind: "number", number })
 async function entries(db: Database): Promise<string[]> {
   const out: string[] = [];
   for await (const key of db.keys(Bucket.LOG_INDEX)) {
+    if (key[0] === LOG_RECORD_KIND) continue;
     const number = new DataView(key.buffer, key.byteOffset + key.length - 8).getBigUint64(0);
     out.push(`${key[0]}:${bytesToHex(key.subarray(1, key.length - 8))}@${number}`);
   }
@@ -106,7 +108,7 @@ async function everyBlock(chain: Chain, query: LogQuery, from: bigint, to: bigin
 }
 
 const summary = (logs: Awaited<ReturnType<ChainReader["getLogs"]>>) =>
-  logs.map((l) => `${l.block.block.header.number}/${l.logIndex}`);
+  logs.map((l) => `${l.blockNumber}/${l.logIndex}`);
 
 describe("log index", () => {
   it("reads only the blocks with a rare topic over a long range", async () => {
@@ -129,36 +131,38 @@ describe("log index", () => {
     const headers = vi.spyOn(chain, "getHeaderByHash");
     const bodies = vi.spyOn(chain, "getBlockByHash");
     const receipts = vi.spyOn(chain, "getReceipts");
+    const records = vi.spyOn(chain.logIndex, "logRecord");
     const logs = await reader.getLogs({
       range: { from: byNumber(1n), to: byNumber(61n) },
       addresses: [],
       topics: [[topic(9)]],
     });
     expect(summary(logs)).toEqual(["19/1", "43/1"]);
-    // The blocks the index names are read whole, and no other.
-    expect(headers).not.toHaveBeenCalled();
-    expect(bodies).toHaveBeenCalledTimes(2);
-    expect(receipts).toHaveBeenCalledTimes(2);
+    // The log records of the blocks the index names are read, and no other; never a header,
+    // a body or a receipt.
+    expect(records.mock.calls.map(([n]) => n)).toEqual([19n, 43n]);
     // The address and the topic together: the blocks where both occur.
-    bodies.mockClear();
+    records.mockClear();
     const both = await reader.getLogs({
       range: { from: byNumber(20n), to: byNumber(61n) },
       addresses: [EMITTERS[1]!],
       topics: [[topic(9), topic(4)]],
     });
     expect(summary(both)).toEqual(["43/1"]);
-    expect(bodies).toHaveBeenCalledTimes(1);
-    // A topic of every block: the index would save nothing, every block is read. Block 1 (no
-    // logs) and 2 by their headers; from a match on, each next block whole at once.
-    bodies.mockClear();
+    expect(records.mock.calls.map(([n]) => n)).toEqual([43n]);
+    // A topic of every block: the index would save nothing, the record of every block is
+    // looked up (block 1 has none).
+    records.mockClear();
     const common = await reader.getLogs({
       range: { from: byNumber(1n), to: byNumber(61n) },
       addresses: [],
       topics: [[topic(1)]],
     });
     expect(common).toHaveLength(60);
-    expect(headers).toHaveBeenCalledTimes(2);
-    expect(bodies).toHaveBeenCalledTimes(60);
+    expect(records).toHaveBeenCalledTimes(61);
+    expect(headers).not.toHaveBeenCalled();
+    expect(bodies).not.toHaveBeenCalled();
+    expect(receipts).not.toHaveBeenCalled();
   });
 
   it("writes entries with a block, deletes them on a rewind and follows a reorganization", async () => {
@@ -243,11 +247,16 @@ describe("log index", () => {
     const randomBlock = () =>
       Array.from({ length: random(3) }, () => [random(3), random(4)] as [number, number]);
     for (let i = 0; i < 15; i++) await miner.block(randomBlock());
-    // Blocks 1..16 as a database from before the index: no entries, no start.
+    // Blocks 1..16 as a database from before the index and the log records: no entries, no
+    // records, no starts.
     const old: { type: "del"; bucket: typeof Bucket.LOG_INDEX; key: Uint8Array }[] = [];
     for await (const key of db.keys(Bucket.LOG_INDEX))
       old.push({ type: "del", bucket: Bucket.LOG_INDEX, key: key.slice() });
-    await db.write([...old, { type: "del", bucket: Bucket.META, key: LOG_INDEX_START_KEY }]);
+    await db.write([
+      ...old,
+      { type: "del", bucket: Bucket.META, key: LOG_INDEX_START_KEY },
+      { type: "del", bucket: Bucket.META, key: LOG_RECORD_START_KEY },
+    ]);
     const reopened = await Chain.open(network, { db, executor, logger: nullLogger });
     const later = new Miner(reopened, 9_000n);
     later.nonce = miner.nonce;

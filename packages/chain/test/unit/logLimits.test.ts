@@ -15,7 +15,7 @@ import {
   ChainReader,
   type PendingSource,
 } from "../../src/index.js";
-import { chainFactory, executor, MINER } from "./fixtures.js";
+import { chainFactory, databaseOf, executor, forgetLogRecords, MINER } from "./fixtures.js";
 
 const openChain = chainFactory();
 const [alice] = deriveDevAccounts();
@@ -198,13 +198,71 @@ describe("ChainReader.getLogs limits", () => {
     expect(source.pendingBlock).not.toHaveBeenCalled();
   });
 
-  it("reads receipts of the blocks whose bloom matches only, bodies of those and of the block after each", async () => {
+  it("reads log records only: no header, body or receipt", async () => {
     const chain = await openChain();
     const nonce = await emitting(chain, [[1], [0], [0], [0], [0], [0]]);
     await chain.mine([sign({ nonce, to: EMITTER_B, data: word(2) })], {
       coinbase: MINER,
       timestamp: 1_100n,
     });
+    const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
+    const headers = vi.spyOn(chain, "getHeaderByHash");
+    const bodies = vi.spyOn(chain, "getBlockByHash");
+    const receipts = vi.spyOn(chain, "getReceipts");
+    const records = vi.spyOn(chain.logIndex, "logRecord");
+    const logs = await reader.getLogs({
+      addresses: [EMITTER_B],
+      topics: [],
+      range: range(byNumber(0n), byTag(BlockTag.LATEST)),
+    });
+    expect(logs.map((l) => [l.blockNumber, l.logIndex])).toEqual([
+      [8n, 0],
+      [8n, 1],
+    ]);
+    expect(logs.every((l) => l.block === undefined)).toBe(true);
+    // Block 0 (genesis, before the records start) by its header; the records of 1 to 8 looked
+    // up (2 and 8 have one).
+    expect(headers).toHaveBeenCalledTimes(1);
+    expect(bodies).not.toHaveBeenCalled();
+    expect(receipts).not.toHaveBeenCalled();
+    expect(records.mock.calls.map(([n]) => n)).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n]);
+  });
+
+  it("over a long range with few blocks of logs, names the blocks with records in one key read per chunk", async () => {
+    const chain = await openChain();
+    // Blocks 2..201, logs in 100 and 180 only.
+    await emitting(
+      chain,
+      Array.from({ length: 200 }, (_, i) => (i === 98 || i === 178 ? [1] : [])),
+    );
+    const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
+    const records = vi.spyOn(chain.logIndex, "logRecord");
+    const named = vi.spyOn(chain.logIndex, "logRecordNumbers");
+    const logs = await reader.getLogs({
+      addresses: [],
+      topics: [],
+      range: range(byNumber(0n), byTag(BlockTag.LATEST)),
+    });
+    expect(logs.map((l) => l.blockNumber)).toEqual([100n, 180n]);
+    // Blocks 1 to 64 one by one: none has a record, so 65 to 192 and 193 to 201 are named.
+    const first = Array.from({ length: 64 }, (_, i) => BigInt(i + 1));
+    expect(records.mock.calls.map(([n]) => n)).toEqual([...first, 100n, 180n]);
+    expect(named.mock.calls.map(([from, to]) => [from, to])).toEqual([
+      [65n, 192n],
+      [193n, 201n],
+    ]);
+  });
+
+  it("without log records, reads receipts of the blocks whose bloom matches only, bodies of those and of the block after each", async () => {
+    const first = await openChain();
+    const nonce = await emitting(first, [[1], [0], [0], [0], [0], [0]]);
+    await first.mine([sign({ nonce, to: EMITTER_B, data: word(2) })], {
+      coinbase: MINER,
+      timestamp: 1_100n,
+    });
+    const db = databaseOf(first);
+    await forgetLogRecords(db);
+    const chain = await openChain({ db });
     const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
     const bodies = vi.spyOn(chain, "getBlockByHash");
     const byNumberReads = vi.spyOn(chain, "getBlockByNumber");
@@ -215,7 +273,9 @@ describe("ChainReader.getLogs limits", () => {
       range: range(byNumber(0n), byTag(BlockTag.LATEST)),
     });
     expect(logs).toHaveLength(2);
-    expect(logs.every((l) => l.block.block.header.number === 8n)).toBe(true);
+    expect(logs.every((l) => l.blockNumber === 8n && l.block?.block.header.number === 8n)).toBe(
+      true,
+    );
     expect(byNumberReads).not.toHaveBeenCalled();
     expect(bodies).toHaveBeenCalledTimes(1);
     expect(receipts).toHaveBeenCalledTimes(1);
@@ -230,7 +290,7 @@ describe("ChainReader.getLogs limits", () => {
       topics: [],
       range: range(byNumber(0n), byTag(BlockTag.LATEST)),
     });
-    expect(ofA.map((l) => l.block.block.header.number)).toEqual([2n]);
+    expect(ofA.map((l) => l.blockNumber)).toEqual([2n]);
     expect(bodies.mock.calls.length).toBe(2);
     expect(headers.mock.calls.length).toBe(8);
     expect(receipts).toHaveBeenCalledTimes(1);

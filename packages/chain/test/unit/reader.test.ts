@@ -276,7 +276,8 @@ describe("ChainReader.getLogs", () => {
     expect(logs.map((l) => bytesToHex(l.transactionHash))).toEqual(
       calls.map((tx) => bytesToHex(tx.hash)),
     );
-    expect(logs.every((l) => bytesToHex(l.block.hash) === bytesToHex(block2.hash))).toBe(true);
+    expect(logs.every((l) => bytesToHex(l.blockHash) === bytesToHex(block2.hash))).toBe(true);
+    expect(logs.map((l) => l.blockNumber)).toEqual([2n, 2n]);
     expect(bytesToHex(logs[0]!.log.address)).toBe(bytesToHex(EMITTER));
     expect(logs[0]!.log.topics.map(bytesToHex)).toEqual([bytesToHex(TOPIC)]);
     expect(bytesToHex(logs[0]!.log.data)).toBe(`0x${"00".repeat(31)}07`);

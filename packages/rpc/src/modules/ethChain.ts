@@ -1,4 +1,4 @@
-import { type FoundLog, isPending, type StoredBlock } from "@nodex/chain";
+import { isPending, type StoredBlock } from "@nodex/chain";
 import { BlockTag, bytesToHex, headerHash } from "@nodex/types";
 import { LRUCache } from "lru-cache";
 import { RPCError, RPCErrorCode } from "../errors.js";
@@ -6,7 +6,13 @@ import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { RawJson, r } from "../results.js";
 import type { ChainReaderService, TransactionService } from "../services.js";
-import { formatBlock, formatLog, formatProof, formatReceipt, formatTransaction } from "./format.js";
+import {
+  formatBlock,
+  formatLogsJson,
+  formatProof,
+  formatReceipt,
+  formatTransaction,
+} from "./format.js";
 
 /** Block objects by hash and form: a block never changes once it has its hash. */
 class BlockJsonCache {
@@ -25,34 +31,6 @@ class BlockJsonCache {
 
 /** Block objects kept serialized (by hash and form). */
 const BLOCK_JSON_CACHE = 256;
-
-/**
- * Serialized log objects by block and position, kept while the block object is (the chain
- * caches recently used blocks): a log of a block never changes, so neither does its JSON.
- */
-class LogJsonCache {
-  readonly #byBlock = new WeakMap<StoredBlock, string[]>();
-
-  /** The JSON array of `logs`. */
-  serialize(logs: readonly FoundLog[]): RawJson {
-    const parts: string[] = new Array(logs.length);
-    for (let i = 0; i < logs.length; i++) {
-      const found = logs[i]!;
-      let ofBlock = this.#byBlock.get(found.block);
-      if (ofBlock === undefined) {
-        ofBlock = [];
-        this.#byBlock.set(found.block, ofBlock);
-      }
-      let text = ofBlock[found.logIndex];
-      if (text === undefined) {
-        text = JSON.stringify(formatLog(found));
-        ofBlock[found.logIndex] = text;
-      }
-      parts[i] = text;
-    }
-    return new RawJson(`[${parts.join(",")}]`);
-  }
-}
 
 function transactionAt(found: StoredBlock, index: bigint): Record<string, unknown> | null {
   const tx =
@@ -88,7 +66,6 @@ const REVERT_PREFIX = "VM Exception while processing transaction: ";
 export function ethChainModule(reader: ChainReaderService, transactions?: TransactionService) {
   const stateAt = p.optional(p.blockSelector, LATEST);
   const blocks = new BlockJsonCache();
-  const logJson = new LogJsonCache();
   return defineModule("eth", {
     getBalance: method({
       params: [p.address, stateAt],
@@ -229,7 +206,7 @@ export function ethChainModule(reader: ChainReaderService, transactions?: Transa
     getLogs: method({
       params: [p.logFilter],
       result: r.raw,
-      handler: async (_s, [filter]) => logJson.serialize(await reader.getLogs(filter)),
+      handler: async (_s, [filter]) => new RawJson(formatLogsJson(await reader.getLogs(filter))),
     }),
     estimateGas: method({
       params: [p.callObject, stateAt],

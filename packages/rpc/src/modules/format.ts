@@ -147,12 +147,110 @@ export function formatLog(found: FoundLog, removed = false): Record<string, unkn
     logIndex: encodeQuantity(found.logIndex),
     transactionIndex: encodeQuantity(found.transactionIndex),
     transactionHash: bytesToHex(found.transactionHash),
-    blockHash: bytesToHex(found.block.hash),
-    blockNumber: encodeQuantity(found.block.block.header.number),
+    blockHash: bytesToHex(found.blockHash),
+    blockNumber: encodeQuantity(found.blockNumber),
     address: bytesToHex(found.log.address),
     data: bytesToHex(found.log.data),
     topics: found.log.topics.map(bytesToHex),
   };
+}
+
+/** Lowercase hex digits as character codes. */
+const HEX_DIGITS = new TextEncoder().encode("0123456789abcdef");
+/** The two hex digits of each byte value as one little-endian 16-bit unit (written at once). */
+const HEX_PAIRS = Uint16Array.from(
+  { length: 256 },
+  (_, b) => HEX_DIGITS[b >> 4]! | (HEX_DIGITS[b & 15]! << 8),
+);
+const ASCII = new TextEncoder();
+const LOG_PARTS = {
+  removed: ASCII.encode('{"removed":true,"logIndex":"0x'),
+  kept: ASCII.encode('{"removed":false,"logIndex":"0x'),
+  transactionIndex: ASCII.encode('","transactionIndex":"0x'),
+  transactionHash: ASCII.encode('","transactionHash":"0x'),
+  blockHash: ASCII.encode('","blockHash":"0x'),
+  blockNumber: ASCII.encode('","blockNumber":"0x'),
+  address: ASCII.encode('","address":"0x'),
+  data: ASCII.encode('","data":"0x'),
+  topics: ASCII.encode('","topics":['),
+};
+/** Characters of one log's JSON besides its hex: the parts above, quantities and punctuation. */
+const LOG_FIXED = Object.values(LOG_PARTS).reduce((n, part) => n + part.length, 0) + 3 * 20 + 4;
+
+/**
+ * The JSON array of `logs`, each as `JSON.stringify(formatLog(log, removed))` writes it, built
+ * as text directly: what `eth_getLogs` answers with.
+ */
+export function formatLogsJson(logs: readonly FoundLog[], removed = false): string {
+  let size = 2;
+  for (const found of logs) {
+    const { log } = found;
+    const bytes =
+      found.transactionHash.length + found.blockHash.length + log.address.length + log.data.length;
+    size += LOG_FIXED + 2 * bytes + 70 * log.topics.length;
+  }
+  const out = Buffer.allocUnsafe(size);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const opening = removed ? LOG_PARTS.removed : LOG_PARTS.kept;
+  let at = 0;
+  out[at++] = 0x5b; // [
+  for (let i = 0; i < logs.length; i++) {
+    const found = logs[i]!;
+    if (i > 0) out[at++] = 0x2c; // ,
+    at = putBytes(out, at, opening);
+    at = putQuantity(out, at, found.logIndex);
+    at = putBytes(out, at, LOG_PARTS.transactionIndex);
+    at = putQuantity(out, at, found.transactionIndex);
+    at = putBytes(out, at, LOG_PARTS.transactionHash);
+    at = putHex(view, at, found.transactionHash);
+    at = putBytes(out, at, LOG_PARTS.blockHash);
+    at = putHex(view, at, found.blockHash);
+    at = putBytes(out, at, LOG_PARTS.blockNumber);
+    at = putQuantity(out, at, found.blockNumber);
+    at = putBytes(out, at, LOG_PARTS.address);
+    at = putHex(view, at, found.log.address);
+    at = putBytes(out, at, LOG_PARTS.data);
+    at = putHex(view, at, found.log.data);
+    at = putBytes(out, at, LOG_PARTS.topics);
+    const { topics } = found.log;
+    for (let t = 0; t < topics.length; t++) {
+      if (t > 0) out[at++] = 0x2c;
+      out[at++] = 0x22; // "
+      out[at++] = 0x30; // 0
+      out[at++] = 0x78; // x
+      at = putHex(view, at, topics[t]!);
+      out[at++] = 0x22;
+    }
+    out[at++] = 0x5d; // ]
+    out[at++] = 0x7d; // }
+  }
+  out[at++] = 0x5d;
+  return out.toString("latin1", 0, at);
+}
+
+function putBytes(out: Uint8Array, at: number, part: Uint8Array): number {
+  for (let i = 0; i < part.length; i++) out[at + i] = part[i]!;
+  return at + part.length;
+}
+
+function putHex(view: DataView, at: number, bytes: Uint8Array): number {
+  for (let i = 0; i < bytes.length; i++) view.setUint16(at + 2 * i, HEX_PAIRS[bytes[i]!]!, true);
+  return at + 2 * bytes.length;
+}
+
+/** A QUANTITY's digits, without `0x` (a safe integer or a 64-bit bigint at most). */
+function putQuantity(out: Uint8Array, at: number, value: number | bigint): number {
+  if (typeof value === "number") {
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new RangeError(`cannot encode ${value} as a QUANTITY: not a non-negative safe integer`);
+    if (value < 16) {
+      out[at] = HEX_DIGITS[value]!;
+      return at + 1;
+    }
+  } else if (value < 0n) throw new RangeError(`cannot encode ${value} as a QUANTITY: negative`);
+  const digits = value.toString(16);
+  for (let i = 0; i < digits.length; i++) out[at + i] = digits.charCodeAt(i);
+  return at + digits.length;
 }
 
 /** `eth_getProof`'s object (EIP-1186). */
