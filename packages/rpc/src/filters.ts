@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { blockLogs, type FoundLog, type HeadChange, type LogQuery } from "@nodex/chain";
 import { type BlockSelector, bytesToHex, type SignedTransaction } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
+import { logInRange } from "./logFilter.js";
 import type { ChainReaderService, NodeEvents } from "./services.js";
 
 export interface FilterOptions {
@@ -189,18 +190,4 @@ export function formatId(id: bigint): string {
 function push<T>(list: T[], item: T, max: number): void {
   list.push(item);
   if (list.length > max) list.splice(0, list.length - max);
-}
-
-/** Whether a log filter's `fromBlock`/`toBlock` take block `number` (tags other than earliest do). */
-export function logInRange(query: LogQuery, number: bigint): boolean {
-  if ("blockHash" in query.range) return false;
-  const from = bound(query.range.from);
-  const to = bound(query.range.to);
-  return (from === undefined || number >= from) && (to === undefined || number <= to);
-}
-
-function bound(selector: BlockSelector): bigint | undefined {
-  if (selector.kind === "number") return selector.number;
-  if (selector.kind === "tag" && selector.tag === "earliest") return 0n;
-  return undefined;
 }

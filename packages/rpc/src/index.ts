@@ -54,6 +54,8 @@ export type {
   StateView,
   SubmittedBlockInfo,
   SubscriptionHost,
+  SubscriptionKind,
+  SubscriptionRequest,
   SyncStatus,
   TransactionService,
   WalletService,
@@ -62,10 +64,8 @@ export {
   DEFAULT_SUBSCRIPTION_OPTIONS,
   type NotificationSink,
   SUBSCRIPTION_ALIASES,
-  type SubscriptionKind,
   SubscriptionManager,
   type SubscriptionOptions,
-  type SubscriptionRequest,
 } from "./subscriptions.js";
 export { WalletError, WalletErrorCode } from "./wallet.js";
 export { DEFAULT_WS_OPTIONS, WsHub, type WsOptions } from "./ws/hub.js";

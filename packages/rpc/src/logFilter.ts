@@ -79,3 +79,17 @@ export function parseLogFilter(value: unknown, arg: number, allowBlockHash = tru
   }
   return { range, addresses, topics };
 }
+
+/** Whether a log filter's `fromBlock`/`toBlock` take block `number` (tags other than earliest do). */
+export function logInRange(query: LogQuery, number: bigint): boolean {
+  if ("blockHash" in query.range) return false;
+  const from = bound(query.range.from);
+  const to = bound(query.range.to);
+  return (from === undefined || number >= from) && (to === undefined || number <= to);
+}
+
+function bound(selector: BlockSelector): bigint | undefined {
+  if (selector.kind === "number") return selector.number;
+  if (selector.kind === "tag" && selector.tag === "earliest") return 0n;
+  return undefined;
+}

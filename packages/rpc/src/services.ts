@@ -15,7 +15,6 @@ import type {
   SignedTransaction,
   UnsignedTransaction,
 } from "@nodex/types";
-import type { SubscriptionRequest } from "./subscriptions.js";
 
 /** The chain as the RPC methods see it. */
 export interface ChainView {
@@ -246,6 +245,15 @@ export interface CallContext {
   /** The WebSocket connection the request came over; absent over HTTP. */
   readonly connection?: SubscriptionHost;
 }
+
+/** The kinds of `eth_subscribe`. */
+export type SubscriptionKind = "newHeads" | "logs" | "newPendingTransactions" | "syncing";
+
+/** One `eth_subscribe`, decoded. */
+export type SubscriptionRequest =
+  | { readonly kind: "newHeads" | "syncing" }
+  | { readonly kind: "logs"; readonly query: LogQuery }
+  | { readonly kind: "newPendingTransactions"; readonly fullTransactions: boolean };
 
 /** What `eth_subscribe` and `eth_unsubscribe` may do on the connection they came over. */
 export interface SubscriptionHost {

@@ -1,14 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { blockLogs, type HeadChange, type LogQuery, type StoredBlock } from "@nodex/chain";
+import { blockLogs, type HeadChange, type StoredBlock } from "@nodex/chain";
 import { bytesToHex, encodeQuantity, type Logger, type SignedTransaction } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
-import { logInRange } from "./filters.js";
+import { logInRange } from "./logFilter.js";
 import { formatBlock, formatLog, formatTransaction } from "./modules/format.js";
-import type { NodeEvents, SyncStatus } from "./services.js";
+import type { NodeEvents, SubscriptionKind, SubscriptionRequest, SyncStatus } from "./services.js";
 
-/** The kinds of `eth_subscribe`, with the names web3.js also sends. */
-export type SubscriptionKind = "newHeads" | "logs" | "newPendingTransactions" | "syncing";
-
+/** The kinds of `eth_subscribe` by name, with the names web3.js 1.x also sends. */
 export const SUBSCRIPTION_ALIASES: Readonly<Record<string, SubscriptionKind>> = {
   newHeads: "newHeads",
   newBlockHeaders: "newHeads",
@@ -23,11 +21,6 @@ export interface NotificationSink {
   /** Sends one serialized notification; the sink enforces its own buffer limit. */
   notify(subscription: string, text: string): void;
 }
-
-export type SubscriptionRequest =
-  | { readonly kind: "newHeads" | "syncing" }
-  | { readonly kind: "logs"; readonly query: LogQuery }
-  | { readonly kind: "newPendingTransactions"; readonly fullTransactions: boolean };
 
 export interface SubscriptionOptions {
   /** Subscriptions one connection may hold at once; past it `eth_subscribe` answers -32011. */

@@ -5,8 +5,8 @@ import { parseLogFilter } from "../logFilter.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
-import type { CallContext, SubscriptionHost } from "../services.js";
-import { SUBSCRIPTION_ALIASES, type SubscriptionRequest } from "../subscriptions.js";
+import type { CallContext, SubscriptionHost, SubscriptionRequest } from "../services.js";
+import { SUBSCRIPTION_ALIASES } from "../subscriptions.js";
 
 /** The kind's options, decoded once the kind is known. */
 const options = {

@@ -1,12 +1,8 @@
 import type { Logger } from "@nodex/types";
 import { type Dispatcher, errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
-import type { CallContext, SubscriptionHost } from "../services.js";
-import type {
-  NotificationSink,
-  SubscriptionManager,
-  SubscriptionRequest,
-} from "../subscriptions.js";
+import type { CallContext, SubscriptionHost, SubscriptionRequest } from "../services.js";
+import type { NotificationSink, SubscriptionManager } from "../subscriptions.js";
 
 /** The parts of a WebSocket a session uses, whichever library holds it. */
 export interface WsSocket {
