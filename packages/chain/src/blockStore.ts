@@ -58,6 +58,11 @@ export interface ChainCacheSizes {
   readonly receipts: number;
   /** Canonical number → hash entries. */
   readonly canonical: number;
+  /**
+   * Bytes of log records (by canonical number, `eth_getLogs` reads them block by block), each
+   * counted at its length (a block without logs as 1).
+   */
+  readonly logRecordBytes: number;
 }
 
 export const DEFAULT_CHAIN_CACHE_SIZES: ChainCacheSizes = {
@@ -65,7 +70,11 @@ export const DEFAULT_CHAIN_CACHE_SIZES: ChainCacheSizes = {
   headers: 2048,
   receipts: 1024,
   canonical: 8192,
+  logRecordBytes: 16 * 1024 * 1024,
 };
+
+/** A canonical block without logs, in the log record cache. */
+const NO_RECORD = new Uint8Array(0);
 
 /**
  * The blocks, receipts and indexes in the database, with caches of their decoded forms. Reads
@@ -82,6 +91,14 @@ export class BlockStore {
    * the canonical chain must replace the entries of the blocks it changes.
    */
   readonly #canonical: LRUCache<bigint, Uint8Array>;
+  /**
+   * Log records by canonical number (`NO_RECORD` for a block without logs). Like canonical
+   * hashes, they change with the canonical chain: `setCanonical` and `forgetCanonical` drop the
+   * entries of the numbers that change, and `#changes` counts the changes so that a read that
+   * overlapped one keeps nothing.
+   */
+  readonly #records: LRUCache<bigint, Uint8Array>;
+  #changes = 0;
   /** The first block of the log index, once read (it never changes once written). */
   #logIndexStart: bigint | undefined;
   /** The first block with log records, once read (it never changes once written). */
@@ -98,6 +115,10 @@ export class BlockStore {
     this.#headers = new LRUCache({ max: max.headers });
     this.#receipts = new LRUCache({ max: max.receipts });
     this.#canonical = new LRUCache({ max: max.canonical });
+    this.#records = new LRUCache({
+      maxSize: max.logRecordBytes,
+      sizeCalculation: (record) => record.length || 1,
+    });
   }
 
   async getBlockByHash(hash: Uint8Array): Promise<StoredBlock | undefined> {
@@ -212,8 +233,13 @@ export class BlockStore {
   }
 
   /** The log record of canonical block `number`: `undefined` when it has no logs. */
-  logRecord(number: bigint): Promise<Uint8Array | undefined> {
-    return readLogRecord(this.#db, number);
+  async logRecord(number: bigint): Promise<Uint8Array | undefined> {
+    const cached = this.#records.get(number);
+    if (cached !== undefined) return cached === NO_RECORD ? undefined : cached;
+    const changes = this.#changes;
+    const record = await readLogRecord(this.#db, number);
+    if (changes === this.#changes) this.#records.set(number, record ?? NO_RECORD);
+    return record;
   }
 
   /** The canonical blocks in [`from`, `to`] with a log record, ascending, at most `limit`. */
@@ -277,12 +303,16 @@ export class BlockStore {
 
   /** Records that `hash` is now canonical at `number` (after the batch saying so is written). */
   setCanonical(number: bigint, hash: Uint8Array): void {
+    this.#changes++;
     this.#canonical.set(number, hash);
+    this.#records.delete(number);
   }
 
   /** Forgets the canonical entry at `number` (it left the canonical chain). */
   forgetCanonical(number: bigint): void {
+    this.#changes++;
     this.#canonical.delete(number);
+    this.#records.delete(number);
   }
 
   /** Forgets everything kept of a block deleted from the database. */

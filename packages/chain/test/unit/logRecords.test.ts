@@ -206,6 +206,16 @@ describe("log records of the canonical chain", () => {
     const start = await db.get(Bucket.META, LOG_RECORD_START_KEY);
     expect(start && bytesToHex(start)).toBe("0x0000000000000001");
 
+    // The reader's queries go through the store's cache of records: it must follow too.
+    const reader = new ChainReader(node, executor, { coinbase: () => MINER });
+    const everything = { addresses: [], topics: [] };
+    const summary = async (to: bigint) =>
+      (
+        await reader.getLogs({ ...everything, range: { from: byNumber(0n), to: byNumber(to) } })
+      ).map((l) => `${l.blockNumber}/${l.logIndex}:${bytesToHex(l.blockHash).slice(0, 10)}`);
+    const hashOf = (block: Block) => bytesToHex(headerHash(block.header)).slice(0, 10);
+    expect(await summary(3n)).toEqual([`2/0:${hashOf(branchA[1]!)}`]);
+
     // C's blocks 1 to 3 stay on the side (no records); its block 4 makes C canonical.
     for (const block of branchC.slice(0, 3)) await node.importBlock(block);
     expect(await records(db)).toEqual([recordOf(branchA[1]!, 1)]);
@@ -216,25 +226,29 @@ describe("log records of the canonical chain", () => {
       recordOf(branchC[2]!, 2),
       recordOf(branchC[3]!, 1),
     ]);
-    const reader = new ChainReader(node, executor, { coinbase: () => MINER });
-    const everything = { addresses: [], topics: [] };
     const range = { from: byNumber(0n), to: byNumber(4n) };
     const found = await reader.getLogs({ ...everything, range });
     expect(located(found)).toEqual(located(await everyBlock(node, everything, 0n, 4n)));
-    expect(found.map((l) => `${l.blockNumber}/${l.logIndex}`)).toEqual([
-      "2/0",
-      "3/0",
-      "3/1",
-      "4/0",
+    expect(await summary(4n)).toEqual([
+      `2/0:${hashOf(branchC[1]!)}`,
+      `3/0:${hashOf(branchC[2]!)}`,
+      `3/1:${hashOf(branchC[2]!)}`,
+      `4/0:${hashOf(branchC[3]!)}`,
     ]);
 
     // Back to block 2: the records of 3 and 4 go with them.
     await node.rewindTo(2n);
     expect(await records(db)).toEqual([recordOf(branchC[1]!, 1)]);
+    expect(await summary(2n)).toEqual([`2/0:${hashOf(branchC[1]!)}`]);
     const again = new Miner(node, 5_000n);
     again.nonce = 2n;
     const block3 = await again.block([7, 8]);
     expect(await records(db)).toEqual([recordOf(branchC[1]!, 1), recordOf(block3, 2)]);
+    expect(await summary(3n)).toEqual([
+      `2/0:${hashOf(branchC[1]!)}`,
+      `3/0:${hashOf(block3)}`,
+      `3/1:${hashOf(block3)}`,
+    ]);
 
     // A restart reads the same.
     const reopened = await openChain({ db });
