@@ -1,0 +1,52 @@
+import type { Chain } from "@nodex/chain";
+import type { Block, BlockHeader, Receipt } from "@nodex/types";
+
+/** A block's body as peers exchange it: its transactions and uncle headers. */
+export type BlockBody = Pick<Block, "transactions" | "uncles">;
+
+/** The best block as the status handshake tells it. */
+export interface ChainHead {
+  readonly hash: Uint8Array;
+  readonly number: bigint;
+  readonly totalDifficulty: bigint;
+}
+
+/** What the network serves to peers and tells them in the handshake: reads only. */
+export interface ChainSource {
+  readonly genesisHash: Uint8Array;
+  head(): ChainHead;
+  /** The canonical header at `number`. */
+  headerByNumber(number: bigint): Promise<BlockHeader | undefined>;
+  headerByHash(hash: Uint8Array): Promise<BlockHeader | undefined>;
+  bodyByHash(hash: Uint8Array): Promise<BlockBody | undefined>;
+  receiptsByHash(hash: Uint8Array): Promise<readonly Receipt[] | undefined>;
+}
+
+/** A `ChainSource` over a `Chain`: its head, its canonical index and its block store. */
+export async function chainSourceOf(chain: Chain): Promise<ChainSource> {
+  const genesisHash = await chain.getCanonicalHash(0n);
+  if (genesisHash === undefined) throw new Error("the chain has no genesis block");
+  return {
+    genesisHash,
+    head: () => {
+      const head = chain.head;
+      return {
+        hash: head.hash,
+        number: head.block.header.number,
+        totalDifficulty: head.totalDifficulty,
+      };
+    },
+    headerByNumber: async (number) => {
+      const hash = await chain.getCanonicalHash(number);
+      return hash === undefined ? undefined : chain.getHeaderByHash(hash);
+    },
+    headerByHash: (hash) => chain.getHeaderByHash(hash),
+    bodyByHash: async (hash) => {
+      const stored = await chain.getBlockByHash(hash);
+      return stored === undefined
+        ? undefined
+        : { transactions: stored.block.transactions, uncles: stored.block.uncles };
+    },
+    receiptsByHash: (hash) => chain.getReceipts(hash),
+  };
+}

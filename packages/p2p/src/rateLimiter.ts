@@ -1,0 +1,40 @@
+/**
+ * Token buckets by key (a peer id): each holds up to `capacity` tokens and gains
+ * `refillPerSecond` per second; a request takes its cost or is refused whole.
+ */
+export class RateLimiter {
+  readonly #capacity: number;
+  readonly #refillPerMs: number;
+  readonly #now: () => number;
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    limit: { readonly capacity: number; readonly refillPerSecond: number },
+    now: () => number = () => performance.now(),
+  ) {
+    if (!(limit.capacity > 0) || !(limit.refillPerSecond >= 0))
+      throw new RangeError(
+        `a rate limit needs a positive capacity and a non-negative refill, got ${limit.capacity} and ${limit.refillPerSecond}`,
+      );
+    this.#capacity = limit.capacity;
+    this.#refillPerMs = limit.refillPerSecond / 1000;
+    this.#now = now;
+  }
+
+  /** Takes `cost` tokens from `key`'s bucket; false (and nothing taken) when it has fewer. */
+  take(key: string, cost: number): boolean {
+    const now = this.#now();
+    const bucket = this.#buckets.get(key) ?? { tokens: this.#capacity, at: now };
+    bucket.tokens = Math.min(this.#capacity, bucket.tokens + (now - bucket.at) * this.#refillPerMs);
+    bucket.at = now;
+    this.#buckets.set(key, bucket);
+    if (bucket.tokens < cost) return false;
+    bucket.tokens -= cost;
+    return true;
+  }
+
+  /** Forgets `key` (a peer that left). */
+  forget(key: string): void {
+    this.#buckets.delete(key);
+  }
+}
