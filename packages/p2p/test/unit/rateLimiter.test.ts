@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { RateLimiter } from "../../src/rateLimiter.js";
+
+describe("RateLimiter", () => {
+  it("allows a burst of its capacity, then its refill rate, per key", () => {
+    let now = 0;
+    const limiter = new RateLimiter({ capacity: 10, refillPerSecond: 2 }, () => now);
+    expect(limiter.take("a", 6)).toBe(true);
+    expect(limiter.take("a", 5)).toBe(false); // 4 left: refused whole
+    expect(limiter.take("a", 4)).toBe(true);
+    expect(limiter.take("a", 1)).toBe(false);
+    expect(limiter.take("b", 10)).toBe(true); // buckets are per key
+    now = 1_000;
+    expect(limiter.take("a", 3)).toBe(false);
+    expect(limiter.take("a", 2)).toBe(true);
+    now = 1_000_000; // refills stop at the capacity
+    expect(limiter.take("a", 11)).toBe(false);
+    expect(limiter.take("a", 10)).toBe(true);
+  });
+
+  it("forgets a key: its bucket starts full again", () => {
+    const limiter = new RateLimiter({ capacity: 3, refillPerSecond: 0 }, () => 0);
+    expect(limiter.take("a", 3)).toBe(true);
+    expect(limiter.take("a", 1)).toBe(false);
+    limiter.forget("a");
+    expect(limiter.take("a", 3)).toBe(true);
+  });
+
+  it("refuses a limit without capacity", () => {
+    expect(() => new RateLimiter({ capacity: 0, refillPerSecond: 1 })).toThrow(RangeError);
+  });
+});
