@@ -457,7 +457,7 @@ export class P2PNetwork {
 
   /** Why the status exchange failed, in a log's words (another network, when identify says so). */
   async #statusFailure(connection: Connection, err: unknown): Promise<string> {
-    const name = (err as Error)?.name;
+    const name = ((err as Error)?.cause as Error | undefined)?.name ?? (err as Error)?.name;
     if (name === "UnsupportedProtocolError" || name === "ProtocolNegotiationError") {
       try {
         const { protocols } = await this.#libp2p.services.identify.identify(connection, {
@@ -604,7 +604,12 @@ export class P2PNetwork {
     } catch (err) {
       if (signal.aborted)
         throw new P2PError(P2PErrorCode.TIMEOUT, `${protocol}: no stream in time`, { peer });
-      throw err;
+      throw new P2PError(
+        P2PErrorCode.STREAM_CLOSED,
+        `${protocol}: cannot open a stream: ${(err as Error)?.message ?? String(err)}`,
+        { peer },
+        { cause: err },
+      );
     }
     const reader = new FrameReader(stream);
     try {

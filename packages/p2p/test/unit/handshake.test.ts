@@ -12,7 +12,7 @@ import { cleanUp, emptySource, eventually, network, startNode } from "./helpers.
 
 cleanUp();
 
-const bare: { stop(): Promise<void> }[] = [];
+const bare: { stop(): void | Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(bare.splice(0).map((node) => node.stop()));
 });
