@@ -51,6 +51,8 @@ export type {
   PeersView,
   PoolView,
   RPCServices,
+  ScoringRecord,
+  ScoringView,
   StateView,
   SubmittedBlockInfo,
   SubscriptionHost,

@@ -43,7 +43,7 @@ export type HttpLayer = "auto" | "uws" | "node";
 export const HTTP_LAYERS: readonly HttpLayer[] = ["auto", "uws", "node"];
 
 /** Modules that hosted mode (API keys configured) always turns off. */
-export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm", "mnr"];
+export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm", "mnr", "sco"];
 
 export const defaultRPCOptions: RPCOptions = {
   host: "127.0.0.1",

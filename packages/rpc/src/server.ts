@@ -13,6 +13,7 @@ import { miningModules } from "./modules/mining.js";
 import { nodexChainModule } from "./modules/nodexChain.js";
 import { personalModule } from "./modules/personal.js";
 import { rpcModule } from "./modules/rpc.js";
+import { scoModule, wireQueueModule } from "./modules/sco.js";
 import { subscribeModule } from "./modules/subscribe.js";
 import { txpoolModules } from "./modules/txpool.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
@@ -69,6 +70,10 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
   if (dev !== undefined) chainModules.push(evmModule(dev));
   if (miner !== undefined) chainModules.push(...miningModules(miner));
+  if (deps.services.scoring !== undefined) chainModules.push(scoModule(deps.services.scoring));
+  const { peers } = deps.services;
+  if (peers.wireQueueSize !== undefined)
+    chainModules.push(wireQueueModule(peers as typeof peers & { wireQueueSize(): number }));
   if (wallet !== undefined) {
     const node =
       reader === undefined || transactions === undefined ? undefined : { reader, transactions };

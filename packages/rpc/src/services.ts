@@ -110,6 +110,23 @@ export interface PeersView {
   /** One `"<short id> | <host>:<port>"` string per connected peer. */
   peerList(): readonly string[];
   syncing(): SyncStatus;
+  /** Messages received from peers and not yet handled (`debug_wireProtocolQueueSize`). */
+  wireQueueSize?(): number;
+}
+
+/** One record of `sco_peerList` or the `sco_reputationSummary` object, in the reference node's shape. */
+export type ScoringRecord = Readonly<Record<string, string | number | boolean>>;
+
+/** Peer scoring and bans, as the `sco_` methods see them. */
+export interface ScoringView {
+  /** Node records first, then address records. */
+  peerList(): readonly ScoringRecord[];
+  /** `false` when `address` is neither an IP address nor a CIDR block. */
+  banAddress(address: string): boolean;
+  unbanAddress(address: string): boolean;
+  /** Single addresses first, then CIDR blocks. */
+  bannedAddresses(): readonly string[];
+  reputationSummary(): ScoringRecord;
 }
 
 /** Mining as the RPC methods see it. */
@@ -236,6 +253,8 @@ export interface RPCServices {
   readonly events?: NodeEvents;
   /** Merged-mining work and submissions; the `mnr_` and work methods are served when present. */
   readonly miner?: MinerService;
+  /** Peer scoring and bans; the `sco_` methods are served when present. */
+  readonly scoring?: ScoringView;
 }
 
 /** What a handler knows about the request it serves. */
