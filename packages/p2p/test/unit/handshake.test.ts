@@ -32,7 +32,7 @@ async function silentNode() {
 
 describe("the status handshake", () => {
   it("refuses requests before it and hangs up on a peer that never sends its status", async () => {
-    const server = await startNode("127.0.0.2", emptySource(), { statusTimeoutMs: 400 });
+    const server = await startNode("127.0.0.2", emptySource(), { statusTimeoutMs: 1_500 });
     const silent = await silentNode();
     await silent.dial(multiaddr(server.listenAddresses()[0]!));
 
@@ -53,7 +53,7 @@ describe("the status handshake", () => {
     await eventually(() => silent.getConnections().length === 0, "the server to hang up");
     expect(server.records.find((r) => r.msg === "Disconnecting peer")?.ctx).toMatchObject({
       peer: silent.peerId.toString(),
-      reason: "no status within 400 ms",
+      reason: "no status within 1500 ms",
     });
     expect(server.peers()).toEqual([]);
   });
