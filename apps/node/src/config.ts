@@ -57,6 +57,8 @@ export interface NodeConfig {
   readonly caches: NodeCaches;
   /** Seconds between blocks on development networks; 0 mines a block per transaction. */
   readonly mineInterval: number;
+  /** Whether a development network's node makes its own blocks (`--no-automine`: no). */
+  readonly automine: boolean;
   /** scrypt cost of the key files the node writes. */
   readonly keystoreKdf: KeystoreKdf;
   readonly rpc: RPCOptions;
@@ -247,11 +249,20 @@ export function parseCommandLine(environment: Environment): Command {
       states: pick<number>("cacheStates") ?? DEFAULT_CACHES.states,
     }),
     mineInterval: pick<number>("mineInterval") ?? 0,
+    automine: pick<"on" | "off">("automine") !== "off",
     keystoreKdf: pick<KeystoreKdf>("keystoreKdf") ?? (dev ? "light" : "standard"),
     rpc: Object.freeze(rpc),
     sources: Object.freeze(sources),
   };
   if (command !== undefined) return commandOf(command, parsed, Object.freeze(config), environment);
+  if (!config.automine && !dev) {
+    throw new UsageError(
+      `--no-automine works on regtest and devnet only: ${network.name} makes no blocks of its own anyway`,
+    );
+  }
+  if (config.mineInterval > 0 && !config.automine) {
+    throw new UsageError("--mine-interval and --no-automine contradict each other: pick one");
+  }
   if (config.mineInterval > 0 && !dev) {
     throw new UsageError(
       `--mine-interval works on regtest and devnet only: blocks of ${network.name} are made by merged mining`,

@@ -340,6 +340,17 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 86_400, "a number of seconds"),
   },
   {
+    key: "automine",
+    flag: "--automine",
+    aliases: { "--no-automine": "off" },
+    env: "NODEX_AUTOMINE",
+    valueName: "on|off",
+    description:
+      "regtest and devnet: whether the node makes its own blocks (automine or --mine-interval); off (also --no-automine) leaves block production to another node or to evm_mine, for a node that follows a network",
+    defaultText: "on",
+    parse: oneOf(["on", "off"]),
+  },
+  {
     key: "cacheBlocks",
     flag: "--cache-blocks",
     env: "NODEX_CACHE_BLOCKS",

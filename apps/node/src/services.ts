@@ -71,6 +71,7 @@ export function createCore(
   const producer = new BlockProducer(chain, admission, {
     automine: network.devAccounts,
     mineInterval: config.mineInterval,
+    startMining: config.automine,
     coinbase: getCoinbase,
     logger: logger.child({ module: "producer" }),
   });
@@ -98,7 +99,7 @@ export function createCore(
     mining: {
       coinbase: getCoinbase,
       // Development networks seal their own blocks; elsewhere, miners that reported a hashrate.
-      mining: () => network.devAccounts || miner.reportedHashrate() > 0n,
+      mining: () => (network.devAccounts && config.automine) || miner.reportedHashrate() > 0n,
       hashrate: () => miner.reportedHashrate(),
     },
     accounts: wallet ?? { list: listAccounts },

@@ -25,6 +25,11 @@ export interface BlockProducerOptions {
   readonly automine: boolean;
   /** Seconds between blocks; 0 (the default) mines a block for each transaction received. */
   readonly mineInterval?: number;
+  /**
+   * With `automine`: `false` starts with block production stopped, as after `evm_stopMining`
+   * (a node that follows another one's blocks); `evm_mine` still makes a block. Default `true`.
+   */
+  readonly startMining?: boolean;
   /** Beneficiary of the blocks made here. */
   readonly coinbase: () => Address;
   readonly logger: Logger;
@@ -51,6 +56,7 @@ export class BlockProducer implements PendingSource {
   readonly #admission: TxAdmission;
   readonly #coinbase: () => Address;
   readonly #log: Logger;
+  readonly #startMining: boolean;
   /** Whether a block is mined for each transaction received (off: they wait for `minePending`). */
   #autoMining: boolean;
   /** Whether blocks are made at all (`evm_stopMining` stops both automine and the interval). */
@@ -72,6 +78,7 @@ export class BlockProducer implements PendingSource {
     this.#autoMining = this.automine && this.mineInterval === 0;
     this.#coinbase = opts.coinbase;
     this.#log = opts.logger;
+    this.#startMining = opts.startMining ?? true;
     // A new head makes the pending block stale, whatever moved it.
     chain.onHeadChange(() => {
       this.#pendingBlock = undefined;
@@ -93,8 +100,8 @@ export class BlockProducer implements PendingSource {
       for (const reason of journal.reasons)
         this.#log.warn("Dropped a journaled transaction", { reason });
     }
-    if (this.automine) await this.setMining(true);
-    if (this.mineInterval > 0) this.#startInterval(this.mineInterval);
+    if (this.automine) await this.setMining(this.#startMining);
+    if (this.mineInterval > 0 && this.#startMining) this.#startInterval(this.mineInterval);
   }
 
   /** Stops the interval timer and waits for a block being mined. */

@@ -128,6 +128,18 @@ describe("parseCommandLine", () => {
       ["--testnet", "--mine-interval", "5"],
       "--mine-interval works on regtest and devnet only: blocks of testnet are made by merged mining",
     ],
+    [
+      ["--testnet", "--no-automine"],
+      "--no-automine works on regtest and devnet only: testnet makes no blocks of its own anyway",
+    ],
+    [
+      ["--devnet", "--no-automine", "--mine-interval", "2"],
+      "--mine-interval and --no-automine contradict each other: pick one",
+    ],
+    [
+      ["--regtest", "--automine", "maybe"],
+      'invalid value for --automine: "maybe" is not one of on, off',
+    ],
   ])("rejects %j", (argv, message) => {
     expect(() => config(argv)).toThrow(new UsageError(message));
   });
@@ -145,6 +157,9 @@ describe("parseCommandLine", () => {
     expect(config(["--regtest"]).mineInterval).toBe(0);
     expect(config(["--devnet", "--mine-interval", "3"]).mineInterval).toBe(3);
     expect(config(["--mainnet", "--mine-interval", "0"]).mineInterval).toBe(0);
+    expect(config(["--regtest"]).automine).toBe(true);
+    expect(config(["--regtest", "--no-automine"]).automine).toBe(false);
+    expect(config(["--devnet"], { NODEX_AUTOMINE: "off" }).automine).toBe(false);
   });
 
   it("serves the mnr module with --miner, and not with --miner-work off", () => {
