@@ -98,6 +98,18 @@ describe("P2PNetwork connections and the status handshake", () => {
     expect(a.connectionCount("inbound")).toBe(1);
   });
 
+  it("keeps to the outbound connection limit", async () => {
+    const a = await startNode("127.0.0.2", emptySource(GENESIS), { maxOutboundPeers: 1 });
+    const b = await startNode("127.0.0.3", emptySource(GENESIS));
+    const c = await startNode("127.0.0.4", emptySource(GENESIS));
+    await a.dial(b.listenAddresses()[0]!);
+    await expect(a.dial(c.listenAddresses()[0]!)).rejects.toMatchObject({
+      code: P2PErrorCode.DIAL_FAILED,
+    });
+    expect(a.peers().map((p) => p.id)).toEqual([b.peerId]);
+    expect(a.connectionCount("outbound")).toBe(1);
+  });
+
   it("dials its bootnodes at start", async () => {
     const boot = await startNode("127.0.0.2", emptySource(GENESIS));
     const seen: string[] = [];

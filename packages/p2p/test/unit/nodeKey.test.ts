@@ -31,6 +31,13 @@ describe("NodeKey", () => {
     expect(readFileSync(path, "utf8")).toMatch(/^[0-9a-f]+\n$/);
   });
 
+  it("gives one key to loads racing on a new directory", async () => {
+    const dir = tempDir();
+    const keys = await Promise.all([1, 2, 3, 4].map(() => NodeKey.loadOrCreate(dir)));
+    expect(new Set(keys.map((k) => k.id)).size).toBe(1);
+    expect((await NodeKey.loadOrCreate(dir)).id).toBe(keys[0]!.id);
+  });
+
   it("gives a new key per directory and per ephemeral key", async () => {
     const a = await NodeKey.loadOrCreate(tempDir());
     const b = await NodeKey.loadOrCreate(tempDir());
