@@ -26,7 +26,9 @@ import {
   logIndexWrites,
 } from "./logIndex.js";
 import {
+  decodeLogRecord,
   LOG_RECORD_START_KEY,
+  type LocatedLog,
   logRecordChanges,
   logRecordNumbers,
   readLogRecord,
@@ -59,8 +61,9 @@ export interface ChainCacheSizes {
   /** Canonical number → hash entries. */
   readonly canonical: number;
   /**
-   * Bytes of log records (by canonical number, `eth_getLogs` reads them block by block), each
-   * counted at its length (a block without logs as 1).
+   * Bytes of decoded log records (by canonical number, `eth_getLogs` reads them block by
+   * block), each counted as twice its stored length plus `LOG_OBJECT_BYTES` per log (a block
+   * without logs as 1).
    */
   readonly logRecordBytes: number;
 }
@@ -74,7 +77,9 @@ export const DEFAULT_CHAIN_CACHE_SIZES: ChainCacheSizes = {
 };
 
 /** A canonical block without logs, in the log record cache. */
-const NO_RECORD = new Uint8Array(0);
+const NO_LOGS: readonly LocatedLog[] = Object.freeze([]);
+/** What one decoded log takes in memory besides its bytes, about: its objects, and the JSON the RPC keeps of it. */
+export const LOG_OBJECT_BYTES = 1024;
 
 /**
  * The blocks, receipts and indexes in the database, with caches of their decoded forms. Reads
@@ -92,12 +97,12 @@ export class BlockStore {
    */
   readonly #canonical: LRUCache<bigint, Uint8Array>;
   /**
-   * Log records by canonical number (`NO_RECORD` for a block without logs). Like canonical
+   * Decoded log records by canonical number (`NO_LOGS` for a block without logs). Like canonical
    * hashes, they change with the canonical chain: `setCanonical` and `forgetCanonical` drop the
    * entries of the numbers that change, and `#changes` counts the changes so that a read that
    * overlapped one keeps nothing.
    */
-  readonly #records: LRUCache<bigint, Uint8Array>;
+  readonly #records: LRUCache<bigint, readonly LocatedLog[]>;
   #changes = 0;
   /** The first block of the log index, once read (it never changes once written). */
   #logIndexStart: bigint | undefined;
@@ -115,10 +120,7 @@ export class BlockStore {
     this.#headers = new LRUCache({ max: max.headers });
     this.#receipts = new LRUCache({ max: max.receipts });
     this.#canonical = new LRUCache({ max: max.canonical });
-    this.#records = new LRUCache({
-      maxSize: max.logRecordBytes,
-      sizeCalculation: (record) => record.length || 1,
-    });
+    this.#records = new LRUCache({ maxSize: max.logRecordBytes });
   }
 
   async getBlockByHash(hash: Uint8Array): Promise<StoredBlock | undefined> {
@@ -232,14 +234,21 @@ export class BlockStore {
     return this.#logRecordStart;
   }
 
-  /** The log record of canonical block `number`: `undefined` when it has no logs. */
-  async logRecord(number: bigint): Promise<Uint8Array | undefined> {
+  /**
+   * The logs of canonical block `number` from its log record, `undefined` when it has none (no
+   * logs). The array and its objects are shared: do not change them.
+   */
+  async logRecord(number: bigint): Promise<readonly LocatedLog[] | undefined> {
     const cached = this.#records.get(number);
-    if (cached !== undefined) return cached === NO_RECORD ? undefined : cached;
+    if (cached !== undefined) return cached === NO_LOGS ? undefined : cached;
     const changes = this.#changes;
     const record = await readLogRecord(this.#db, number);
-    if (changes === this.#changes) this.#records.set(number, record ?? NO_RECORD);
-    return record;
+    const logs = record === undefined ? NO_LOGS : decodeLogRecord(record, number);
+    if (changes === this.#changes) {
+      const size = record === undefined ? 1 : 2 * record.length + LOG_OBJECT_BYTES * logs.length;
+      this.#records.set(number, logs, { size });
+    }
+    return logs === NO_LOGS ? undefined : logs;
   }
 
   /** The canonical blocks in [`from`, `to`] with a log record, ascending, at most `limit`. */

@@ -1,5 +1,6 @@
 import { Bucket, type Database, type WriteOp } from "@nodex/state";
 import { bytesToHex, type Receipt } from "@nodex/types";
+import type { LocatedLog } from "./logRecords.js";
 
 /**
  * The log index (`Bucket.LOG_INDEX`): for each canonical block, one empty entry per distinct
@@ -35,8 +36,8 @@ export interface LogIndexReader {
   ): Promise<bigint[] | undefined>;
   /** The first block number with log records (see `logRecords.ts`), `undefined` while none has. */
   logRecordStart(): Promise<bigint | undefined>;
-  /** The log record of canonical block `number`: `undefined` when it has no logs. */
-  logRecord(number: bigint): Promise<Uint8Array | undefined>;
+  /** The logs of canonical block `number` from its log record, `undefined` when it has none. */
+  logRecord(number: bigint): Promise<readonly LocatedLog[] | undefined>;
   /** The canonical blocks in [`from`, `to`] with a log record, ascending, at most `limit`. */
   logRecordNumbers(from: bigint, to: bigint, limit: number): Promise<bigint[]>;
 }

@@ -93,75 +93,74 @@ export function encodeLogRecord(
 }
 
 /**
- * Appends to `out` the logs of record `bytes` (block `number`) that `match` selects, in order;
- * returns whether any did. The logs are views of `bytes`: nothing is copied.
+ * Every log of record `bytes` (block `number`), in order. The logs are views of `bytes`:
+ * nothing is copied.
  */
-export function recordLogs(
-  bytes: Uint8Array,
-  number: bigint,
-  match: LogMatch,
-  out: LocatedLog[],
-): boolean {
+export function decodeLogRecord(bytes: Uint8Array, number: bigint): LocatedLog[] {
   if (bytes[0] !== VERSION || bytes.length < HEAD)
     throw new Error(`log record of block ${number}: unknown version ${bytes[0]}`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const { buffer, byteOffset } = bytes;
+  const view = new DataView(buffer, byteOffset, bytes.byteLength);
   // Views made with the constructor: cheaper than `subarray`.
   const blockHash = new Uint8Array(buffer, byteOffset + 1, 32);
-  const { addresses, topics } = match;
-  const before = out.length;
+  const out: LocatedLog[] = [];
   let at = HEAD;
-  let logIndex = 0;
   while (at < bytes.length) {
     const transactionIndex = view.getUint32(at);
-    const txHashAt = at + 4;
-    let transactionHash: Uint8Array | undefined;
+    const transactionHash = new Uint8Array(buffer, byteOffset + at + 4, 32);
     const count = view.getUint32(at + 36);
     at += 40;
-    for (let i = 0; i < count; i++, logIndex++) {
-      const addressAt = at;
+    for (let i = 0; i < count; i++) {
       const topicCount = bytes[at + 20]!;
-      const topicsAt = at + 21;
-      const dataAt = topicsAt + 32 * topicCount + 4;
-      const dataLength = view.getUint32(dataAt - 4);
-      at = dataAt + dataLength;
-      if (addresses.length > 0 && !anyAt(bytes, addressAt, addresses)) continue;
-      let matches = true;
-      for (let p = 0; p < topics.length; p++) {
-        const wanted = topics[p];
-        if (wanted === null || wanted === undefined) continue;
-        if (p >= topicCount || !anyAt(bytes, topicsAt + 32 * p, wanted)) {
-          matches = false;
-          break;
-        }
-      }
-      if (!matches) continue;
-      transactionHash ??= new Uint8Array(buffer, byteOffset + txHashAt, 32);
-      const logTopics: Hash32[] = new Array(topicCount);
+      const topics: Hash32[] = new Array(topicCount);
       for (let t = 0; t < topicCount; t++)
-        logTopics[t] = new Uint8Array(buffer, byteOffset + topicsAt + 32 * t, 32) as Hash32;
+        topics[t] = new Uint8Array(buffer, byteOffset + at + 21 + 32 * t, 32) as Hash32;
+      const dataAt = at + 21 + 32 * topicCount + 4;
+      const dataLength = view.getUint32(dataAt - 4);
       out.push({
         log: {
-          address: new Uint8Array(buffer, byteOffset + addressAt, 20) as Address,
-          topics: logTopics,
+          address: new Uint8Array(buffer, byteOffset + at, 20) as Address,
+          topics,
           data: new Uint8Array(buffer, byteOffset + dataAt, dataLength),
         },
         blockHash,
         blockNumber: number,
         transactionHash,
         transactionIndex,
-        logIndex,
+        logIndex: out.length,
       });
+      at = dataAt + dataLength;
     }
   }
-  return out.length > before;
+  return out;
 }
 
-/** Whether any of `values` is at `offset` in `bytes`. */
-function anyAt(bytes: Uint8Array, offset: number, values: readonly Uint8Array[]): boolean {
+/** Appends to `out` the logs of `logs` that `match` selects, in order. */
+export function matchLogs(logs: readonly LocatedLog[], match: LogMatch, out: LocatedLog[]): void {
+  const { addresses, topics } = match;
+  for (const found of logs) {
+    const { log } = found;
+    if (addresses.length > 0 && !anyEqual(log.address, addresses)) continue;
+    let matches = true;
+    for (let p = 0; p < topics.length; p++) {
+      const wanted = topics[p];
+      if (wanted === null || wanted === undefined) continue;
+      const topic = log.topics[p];
+      if (topic === undefined || !anyEqual(topic, wanted)) {
+        matches = false;
+        break;
+      }
+    }
+    if (matches) out.push(found);
+  }
+}
+
+/** Whether `bytes` equals any of `values`. */
+function anyEqual(bytes: Uint8Array, values: readonly Uint8Array[]): boolean {
   for (const value of values) {
+    if (value.length !== bytes.length) continue;
     let i = 0;
-    while (i < value.length && bytes[offset + i] === value[i]) i++;
+    while (i < value.length && bytes[i] === value[i]) i++;
     if (i === value.length) return true;
   }
   return false;

@@ -27,7 +27,7 @@ import type { StoredBlock } from "./blockStore.js";
 import type { Chain } from "./chain.js";
 import { ChainError, ChainErrorCode } from "./errors.js";
 import { LogIndexKind } from "./logIndex.js";
-import { type LocatedLog, recordLogs } from "./logRecords.js";
+import { type LocatedLog, matchLogs } from "./logRecords.js";
 
 /** Block ranges up to this many blocks return every matching log (the spec's limits). */
 export const LOGS_UNCAPPED_RANGE = 2000n;
@@ -132,6 +132,15 @@ export class ChainReader {
   readonly #logsUncappedRange: bigint;
   readonly #logsCap: number;
   readonly #logIndexMinRange: bigint;
+  /**
+   * Log index constraints (kind and values) found too common to read: more than `most` entries
+   * over [`from`, `to`]. Skipping them again is only ever slower than reading them (a
+   * reorganization may have made one rarer since), never wrong: the index only narrows the
+   * blocks a query reads.
+   */
+  readonly #common = new LRUCache<string, { from: bigint; to: bigint; most: number }>({
+    max: 1024,
+  });
 
   constructor(chain: Chain, executor: Executor, opts: ChainReaderOptions) {
     this.chain = chain;
@@ -375,9 +384,9 @@ export class ChainReader {
     const index = this.chain.logIndex;
     /** For a block with a log record (or none: no logs): its matching logs from the record. */
     const read = async (n: bigint): Promise<boolean> => {
-      const record = await index.logRecord(n);
-      if (record === undefined) return false;
-      recordLogs(record, n, query, found);
+      const logs = await index.logRecord(n);
+      if (logs === undefined) return false;
+      matchLogs(logs, query, found);
       checkCap();
       return true;
     };
@@ -446,8 +455,16 @@ export class ChainReader {
     for (const [kind, values] of constraints) {
       // Once some blocks are named, another position is worth reading only if it is rarer.
       const most = blocks === undefined ? limit : Math.min(limit, blocks.length * 4);
+      const key = `${kind}:${values.map(bytesToHex).join()}`;
+      const known = this.#common.get(key);
+      // Known to have more entries over a range this one contains: more here too.
+      if (known !== undefined && known.from >= start && known.to <= last && known.most >= most)
+        continue;
       const found = await index.logIndexBlocks(kind, values, start, last, most);
-      if (found === undefined) continue;
+      if (found === undefined) {
+        this.#common.set(key, { from: start, to: last, most });
+        continue;
+      }
       if (blocks === undefined) blocks = found;
       else {
         const set = new Set(found);

@@ -165,6 +165,36 @@ describe("log index", () => {
     expect(receipts).not.toHaveBeenCalled();
   });
 
+  it("does not read again a constraint it found too common over a range the query's contains", async () => {
+    const { chain } = await open();
+    const miner = new Miner(chain);
+    await miner.deploy();
+    for (let i = 0; i < 40; i++) await miner.block(i === 30 ? [[1, 9]] : [[0, 1]]);
+    const reader = new ChainReader(chain, executor, {
+      coinbase: () => MINER,
+      logIndexMinRange: 1n,
+    });
+    const walks = vi.spyOn(chain.logIndex, "logIndexBlocks");
+    const common = { addresses: [EMITTERS[0]!], topics: [[topic(1)]] };
+    const range = (from: bigint, to: bigint) => ({ from: byNumber(from), to: byNumber(to) });
+    expect(await reader.getLogs({ ...common, range: range(5n, 30n) })).toHaveLength(26);
+    expect(walks).toHaveBeenCalledTimes(2);
+    // The same range, a longer one with the same limit (an eighth of its blocks): known too
+    // common. A range with a higher limit, or one that does not contain it: read again.
+    expect(await reader.getLogs({ ...common, range: range(5n, 30n) })).toHaveLength(26);
+    expect(await reader.getLogs({ ...common, range: range(5n, 31n) })).toHaveLength(27);
+    expect(walks).toHaveBeenCalledTimes(2);
+    expect(await reader.getLogs({ ...common, range: range(2n, 41n) })).toHaveLength(39);
+    expect(walks).toHaveBeenCalledTimes(4);
+    expect(await reader.getLogs({ ...common, range: range(6n, 30n) })).toHaveLength(25);
+    expect(walks).toHaveBeenCalledTimes(6);
+    // Another value is read; the rare one still names its block.
+    expect(
+      summary(await reader.getLogs({ addresses: [], topics: [[topic(9)]], range: range(2n, 41n) })),
+    ).toEqual(["32/0"]);
+    expect(walks).toHaveBeenCalledTimes(7);
+  });
+
   it("writes entries with a block, deletes them on a rewind and follows a reorganization", async () => {
     const a = await open();
     const c = await open();

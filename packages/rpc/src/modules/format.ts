@@ -178,6 +178,13 @@ const LOG_PARTS = {
 const LOG_FIXED = Object.values(LOG_PARTS).reduce((n, part) => n + part.length, 0) + 3 * 20 + 4;
 
 /**
+ * The JSON of logs (`removed: false`) read from log records, by log object: the chain keeps
+ * recently read records decoded and hands out the same objects again, so a log queried again
+ * is copied rather than formatted. Entries go with their objects.
+ */
+const LOG_TEXTS = new WeakMap<FoundLog, string>();
+
+/**
  * The JSON array of `logs`, each as `JSON.stringify(formatLog(log, removed))` writes it, built
  * as text directly: what `eth_getLogs` answers with.
  */
@@ -192,11 +199,19 @@ export function formatLogsJson(logs: readonly FoundLog[], removed = false): stri
   const out = Buffer.allocUnsafe(size);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const opening = removed ? LOG_PARTS.removed : LOG_PARTS.kept;
+  /** Where the logs to remember start and end in `out`. */
+  const fresh: { found: FoundLog; start: number; end: number }[] = [];
   let at = 0;
   out[at++] = 0x5b; // [
   for (let i = 0; i < logs.length; i++) {
     const found = logs[i]!;
     if (i > 0) out[at++] = 0x2c; // ,
+    const remembered = removed ? undefined : LOG_TEXTS.get(found);
+    if (remembered !== undefined) {
+      at += out.write(remembered, at, "latin1");
+      continue;
+    }
+    const start = at;
     at = putBytes(out, at, opening);
     at = putQuantity(out, at, found.logIndex);
     at = putBytes(out, at, LOG_PARTS.transactionIndex);
@@ -223,9 +238,13 @@ export function formatLogsJson(logs: readonly FoundLog[], removed = false): stri
     }
     out[at++] = 0x5d; // ]
     out[at++] = 0x7d; // }
+    // Logs read whole from their block are new objects every time: not worth remembering.
+    if (!removed && found.block === undefined) fresh.push({ found, start, end: at });
   }
   out[at++] = 0x5d;
-  return out.toString("latin1", 0, at);
+  const text = out.toString("latin1", 0, at);
+  for (const { found, start, end } of fresh) LOG_TEXTS.set(found, text.slice(start, end));
+  return text;
 }
 
 function putBytes(out: Uint8Array, at: number, part: Uint8Array): number {

@@ -33,6 +33,21 @@ describe("formatLogsJson", () => {
     );
   });
 
+  it("writes the same again for logs it wrote before (their text is remembered), in any order and removed", () => {
+    fc.assert(
+      fc.property(fc.array(foundLog, { minLength: 1, maxLength: 5 }), (logs) => {
+        const expected = (list: readonly FoundLog[], removed = false) =>
+          JSON.stringify(list.map((log) => formatLog(log, removed)));
+        expect(formatLogsJson(logs)).toBe(expected(logs));
+        expect(formatLogsJson(logs)).toBe(expected(logs));
+        const reordered = [...logs.slice(1), logs[0]!, logs[0]!];
+        expect(formatLogsJson(reordered)).toBe(expected(reordered));
+        expect(formatLogsJson(reordered, true)).toBe(expected(reordered, true));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it("writes the edges: no logs, no topics, no data, the largest quantities", () => {
     expect(formatLogsJson([])).toBe("[]");
     const edge: FoundLog = {
