@@ -527,7 +527,7 @@ export class P2PNetwork {
 
   #dropPeer(id: string): void {
     const peer = this.#peers.get(id);
-    this.#limiter.forget(id);
+    this.#limiter.prune();
     if (peer === undefined) return;
     this.#peers.delete(id);
     this.#log.info("Peer disconnected", { peer: id });

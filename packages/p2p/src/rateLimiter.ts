@@ -33,8 +33,24 @@ export class RateLimiter {
     return true;
   }
 
-  /** Forgets `key` (a peer that left). */
+  /** Forgets `key`: its next request starts from a full bucket. */
   forget(key: string): void {
     this.#buckets.delete(key);
+  }
+
+  /**
+   * Drops the buckets that have refilled: a full bucket is the same as none. Those still
+   * short stay, so a peer cannot reset its bucket by reconnecting.
+   */
+  prune(): void {
+    const now = this.#now();
+    for (const [key, bucket] of this.#buckets)
+      if (bucket.tokens + (now - bucket.at) * this.#refillPerMs >= this.#capacity)
+        this.#buckets.delete(key);
+  }
+
+  /** How many buckets are kept. */
+  get size(): number {
+    return this.#buckets.size;
   }
 }

@@ -26,6 +26,20 @@ describe("RateLimiter", () => {
     expect(limiter.take("a", 3)).toBe(true);
   });
 
+  it("prunes only the buckets that have refilled", () => {
+    let now = 0;
+    const limiter = new RateLimiter({ capacity: 4, refillPerSecond: 1 }, () => now);
+    limiter.take("a", 1);
+    limiter.take("b", 4);
+    now = 1_000;
+    limiter.prune();
+    expect(limiter.size).toBe(1); // "a" is full again; "b" has 1 of 4
+    expect(limiter.take("b", 2)).toBe(false);
+    now = 10_000;
+    limiter.prune();
+    expect(limiter.size).toBe(0);
+  });
+
   it("refuses a limit without capacity", () => {
     expect(() => new RateLimiter({ capacity: 0, refillPerSecond: 1 })).toThrow(RangeError);
   });
