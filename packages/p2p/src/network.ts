@@ -8,7 +8,7 @@ import { tcp } from "@libp2p/tcp";
 import { yamux } from "@libp2p/yamux";
 import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import { DecodeError, type Logger } from "@nodex/types";
-import { createLibp2p, type Libp2p } from "libp2p";
+import { createLibp2p, type Libp2p, type ServiceFactoryMap } from "libp2p";
 import type { ChainSource } from "./chainSource.js";
 import { P2PError, P2PErrorCode } from "./errors.js";
 import { FrameReader, writeFrame } from "./framing.js";
@@ -60,6 +60,11 @@ export interface P2PNetworkDeps {
    * Asked for every inbound connection and outbound dial; default: nothing is banned.
    */
   readonly isBanned?: (ip: string) => boolean;
+  /**
+   * More libp2p services by name (gossipsub, for one), started and stopped with the host and
+   * reached as `network.libp2p.services[name]`. `identify` and `ping` are always there.
+   */
+  readonly services?: ServiceFactoryMap;
 }
 
 export interface RequestOptions {
@@ -137,7 +142,7 @@ export class P2PNetwork {
           banned(conn.remoteAddr) ||
           (network?.connectionCount("outbound") ?? 0) >= opts.maxOutboundPeers,
       },
-      services: { identify: identify(), ping: ping() },
+      services: { ...deps.services, identify: identify(), ping: ping() },
     });
     network = new P2PNetwork(opts, deps, libp2p);
     return network;

@@ -110,6 +110,29 @@ describe("P2PNetwork connections and the status handshake", () => {
     expect(a.connectionCount("outbound")).toBe(1);
   });
 
+  it("runs the extra libp2p services it is given", async () => {
+    let started = false;
+    const a = await startNode(
+      "127.0.0.2",
+      emptySource(GENESIS),
+      {},
+      {
+        services: {
+          extra: () => ({
+            start: () => {
+              started = true;
+            },
+            stop: () => {},
+            hello: () => "hi",
+          }),
+        },
+      },
+    );
+    expect(started).toBe(true);
+    const services = a.libp2p.services as unknown as { extra: { hello(): string } };
+    expect(services.extra.hello()).toBe("hi");
+  });
+
   it("dials its bootnodes at start", async () => {
     const boot = await startNode("127.0.0.2", emptySource(GENESIS));
     const seen: string[] = [];
