@@ -77,6 +77,7 @@ export class Gossip {
   readonly #transactions: string;
   readonly #log: Logger;
   readonly #report: PeerReport;
+  #importing = 0;
   /** Hashes heard from the network or published: not published (again). */
   readonly #seen = new Set<string>();
 
@@ -120,6 +121,11 @@ export class Gossip {
     const hash = bytesToHex(tx.hash);
     if (!this.#see(hash)) return;
     await this.#publish(this.#transactions, tx.raw, "transaction", hash);
+  }
+
+  /** Gossiped blocks accepted and not imported yet. */
+  get pendingImports(): number {
+    return this.#importing;
   }
 
   /** Blocks sync imported: never announced. */
@@ -204,10 +210,16 @@ export class Gossip {
   };
 
   async #import(peer: string, block: Block, hash: string): Promise<void> {
-    const outcome = await this.#deps.chain.importBlock(block).catch((err: unknown) => {
-      this.#log.error("Importing a gossiped block failed", { hash, err: String(err) });
-      return undefined;
-    });
+    this.#importing++;
+    const outcome = await this.#deps.chain
+      .importBlock(block)
+      .catch((err: unknown) => {
+        this.#log.error("Importing a gossiped block failed", { hash, err: String(err) });
+        return undefined;
+      })
+      .finally(() => {
+        this.#importing--;
+      });
     if (outcome === undefined) return;
     switch (outcome.result) {
       case "INVALID_BLOCK":

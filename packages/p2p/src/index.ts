@@ -16,6 +16,15 @@ export {
   writeFrame,
 } from "./framing.js";
 export {
+  blockTopic,
+  Gossip,
+  type GossipChain,
+  type GossipDeps,
+  type GossipPool,
+  messageId,
+  transactionTopic,
+} from "./gossip.js";
+export {
   P2PNetwork,
   type P2PNetworkDeps,
   type PeerFault,
@@ -39,4 +48,34 @@ export {
   ResultCode,
 } from "./protocols.js";
 export { RateLimiter } from "./rateLimiter.js";
+export {
+  ADDRESS_PUNISHMENT,
+  type BanState,
+  loadBans,
+  NODE_PUNISHMENT,
+  PeerEvent,
+  PeerScoring,
+  type PeerScoringOptions,
+  type PunishmentParams,
+  parseAddressBlock,
+  punishmentDuration,
+  type ScoreOutcome,
+  saveBans,
+} from "./scoring/index.js";
+export {
+  BANS_FILE,
+  P2PService,
+  type P2PServiceDeps,
+  type SealCheck,
+  shortPeerId,
+} from "./service.js";
 export { decodeStatus, encodeStatus, type Status, statusMismatch } from "./status.js";
+export {
+  DEFAULT_SYNC_OPTIONS,
+  type PeerReport,
+  type SyncChain,
+  Synchronizer,
+  type SyncNetwork,
+  type SyncOptions,
+  type SyncProgress,
+} from "./sync.js";

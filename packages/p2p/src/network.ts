@@ -128,7 +128,7 @@ export class P2PNetwork {
       start: false,
       privateKey: deps.key.privateKey,
       addresses: { listen: [listenAddress(opts.host, opts.port)] },
-      transports: [tcp()],
+      transports: [tcp(dialOptions(opts.host))],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
       peerDiscovery: opts.mdns ? [mdns()] : [],
@@ -820,6 +820,19 @@ function asRequestError(err: unknown): P2PError {
 
 function notRunning(): P2PError {
   return new P2PError(P2PErrorCode.NOT_RUNNING, "the network is not running");
+}
+
+/**
+ * Outbound connections leave from the bound address when it is a specific IPv4 one, so peers
+ * see (and score, and ban) the address this node listens on, not whatever the OS picks.
+ */
+function dialOptions(host: string): Parameters<typeof tcp>[0] {
+  if (host.includes(":") || host === "0.0.0.0") return {};
+  // net.connect's localAddress: @libp2p/tcp passes its dial options on to net.connect.
+  const dialOpts = { localAddress: host } as NonNullable<
+    NonNullable<Parameters<typeof tcp>[0]>["dialOpts"]
+  >;
+  return { dialOpts };
 }
 
 function listenAddress(host: string, port: number): string {
