@@ -451,26 +451,39 @@ export class ChainReader {
     if (length < this.#logIndexMinRange) return undefined;
     // A constraint met in more than an eighth of the blocks saves too few reads: skip it.
     const limit = Math.max(1, Number(length / 8n));
-    let blocks: bigint[] | undefined;
-    for (const [kind, values] of constraints) {
-      // Once some blocks are named, another position is worth reading only if it is rarer.
-      const most = blocks === undefined ? limit : Math.min(limit, blocks.length * 4);
+    /** The blocks where a constraint is met, `undefined` past `most` entries (or known to be). */
+    const probe = async (kind: number, values: readonly Uint8Array[], most: number) => {
       const key = `${kind}:${values.map(bytesToHex).join()}`;
       const known = this.#common.get(key);
       // Known to have more entries over a range this one contains: more here too.
       if (known !== undefined && known.from >= start && known.to <= last && known.most >= most)
-        continue;
+        return undefined;
       const found = await index.logIndexBlocks(kind, values, start, last, most);
-      if (found === undefined) {
-        this.#common.set(key, { from: start, to: last, most });
-        continue;
+      if (found === undefined) this.#common.set(key, { from: start, to: last, most });
+      return found;
+    };
+    // In rounds of growing bounds (64 entries, then 8 times as many up to the limit), so that a
+    // rare constraint is found after a few entries of the common ones are read. Once some
+    // blocks are named, another position is worth reading only if it is rarer.
+    let blocks: bigint[] | undefined;
+    let pending = constraints;
+    for (let most = Math.min(limit, 64); pending.length > 0; most = Math.min(limit, most * 8)) {
+      const again: typeof constraints = [];
+      for (const [kind, values] of pending) {
+        const bound = blocks === undefined ? most : Math.min(limit, blocks.length * 4);
+        const found = await probe(kind, values, bound);
+        if (found === undefined) {
+          if (blocks === undefined && bound < limit) again.push([kind, values]);
+          continue;
+        }
+        if (blocks === undefined) blocks = found;
+        else {
+          const set = new Set(found);
+          blocks = blocks.filter((n) => set.has(n));
+        }
+        if (blocks.length === 0) return { start, blocks };
       }
-      if (blocks === undefined) blocks = found;
-      else {
-        const set = new Set(found);
-        blocks = blocks.filter((n) => set.has(n));
-      }
-      if (blocks.length === 0) break;
+      pending = again;
     }
     return blocks === undefined ? undefined : { start, blocks };
   }

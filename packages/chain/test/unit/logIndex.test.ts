@@ -165,6 +165,35 @@ describe("log index", () => {
     expect(receipts).not.toHaveBeenCalled();
   });
 
+  it("reads every constraint up to 64 entries first: a rare one is found without reading a common one to its limit", async () => {
+    const { chain } = await open();
+    const miner = new Miner(chain);
+    await miner.deploy();
+    for (let i = 0; i < 600; i++)
+      await miner.block(
+        i === 100 || i === 500
+          ? [
+              [0, 1],
+              [1, 1],
+            ]
+          : [[0, 1]],
+      );
+    const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
+    const walks = vi.spyOn(chain.logIndex, "logIndexBlocks");
+    const logs = await reader.getLogs({
+      range: { from: byNumber(1n), to: byNumber(601n) },
+      addresses: [EMITTERS[1]!],
+      topics: [[topic(1)]],
+    });
+    expect(summary(logs)).toEqual(["102/1", "502/1"]);
+    // The topic (in every block) and the address (in two) up to 64 entries. The topic is not
+    // read again: more than 64 entries is more than four times the two blocks named.
+    expect(walks.mock.calls.map(([kind, , , , most]) => [kind, most])).toEqual([
+      [LogIndexKind.TOPIC, 64],
+      [LogIndexKind.ADDRESS, 64],
+    ]);
+  }, 30_000);
+
   it("does not read again a constraint it found too common over a range the query's contains", async () => {
     const { chain } = await open();
     const miner = new Miner(chain);
