@@ -242,9 +242,10 @@ export function formatLogsJson(logs: readonly FoundLog[], removed = false): stri
     if (!removed && found.block === undefined) fresh.push({ found, start, end: at });
   }
   out[at++] = 0x5d;
-  const text = out.toString("latin1", 0, at);
-  for (const { found, start, end } of fresh) LOG_TEXTS.set(found, text.slice(start, end));
-  return text;
+  // Copies of their own, not slices of the answer: a slice would keep all of it in memory.
+  for (const { found, start, end } of fresh)
+    LOG_TEXTS.set(found, out.toString("latin1", start, end));
+  return out.toString("latin1", 0, at);
 }
 
 function putBytes(out: Uint8Array, at: number, part: Uint8Array): number {
