@@ -189,63 +189,68 @@ const LOG_TEXTS = new WeakMap<FoundLog, string>();
  * as text directly: what `eth_getLogs` answers with.
  */
 export function formatLogsJson(logs: readonly FoundLog[], removed = false): string {
-  let size = 2;
-  for (const found of logs) {
+  const texts: string[] = new Array(logs.length);
+  /** The logs to format, by position. */
+  const missing: number[] = [];
+  let size = 0;
+  for (let i = 0; i < logs.length; i++) {
+    const found = logs[i]!;
+    const known = removed ? undefined : LOG_TEXTS.get(found);
+    if (known !== undefined) {
+      texts[i] = known;
+      continue;
+    }
+    missing.push(i);
     const { log } = found;
     const bytes =
       found.transactionHash.length + found.blockHash.length + log.address.length + log.data.length;
     size += LOG_FIXED + 2 * bytes + 70 * log.topics.length;
   }
-  const out = Buffer.allocUnsafe(size);
-  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  const opening = removed ? LOG_PARTS.removed : LOG_PARTS.kept;
-  /** Where the logs to remember start and end in `out`. */
-  const fresh: { found: FoundLog; start: number; end: number }[] = [];
-  let at = 0;
-  out[at++] = 0x5b; // [
-  for (let i = 0; i < logs.length; i++) {
-    const found = logs[i]!;
-    if (i > 0) out[at++] = 0x2c; // ,
-    const remembered = removed ? undefined : LOG_TEXTS.get(found);
-    if (remembered !== undefined) {
-      at += out.write(remembered, at, "latin1");
-      continue;
+  if (missing.length > 0) {
+    const out = Buffer.allocUnsafe(size);
+    const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    const opening = removed ? LOG_PARTS.removed : LOG_PARTS.kept;
+    let at = 0;
+    for (const i of missing) {
+      const found = logs[i]!;
+      const start = at;
+      at = putBytes(out, at, opening);
+      at = putQuantity(out, at, found.logIndex);
+      at = putBytes(out, at, LOG_PARTS.transactionIndex);
+      at = putQuantity(out, at, found.transactionIndex);
+      at = putBytes(out, at, LOG_PARTS.transactionHash);
+      at = putHex(view, at, found.transactionHash);
+      at = putBytes(out, at, LOG_PARTS.blockHash);
+      at = putHex(view, at, found.blockHash);
+      at = putBytes(out, at, LOG_PARTS.blockNumber);
+      at = putQuantity(out, at, found.blockNumber);
+      at = putBytes(out, at, LOG_PARTS.address);
+      at = putHex(view, at, found.log.address);
+      at = putBytes(out, at, LOG_PARTS.data);
+      at = putHex(view, at, found.log.data);
+      at = putBytes(out, at, LOG_PARTS.topics);
+      const { topics } = found.log;
+      for (let t = 0; t < topics.length; t++) {
+        if (t > 0) out[at++] = 0x2c; // ,
+        out[at++] = 0x22; // "
+        out[at++] = 0x30; // 0
+        out[at++] = 0x78; // x
+        at = putHex(view, at, topics[t]!);
+        out[at++] = 0x22;
+      }
+      out[at++] = 0x5d; // ]
+      out[at++] = 0x7d; // }
+      const text = out.toString("latin1", start, at);
+      texts[i] = text;
+      // Logs read whole from their block are new objects every time: not worth remembering.
+      if (!removed && found.block === undefined) LOG_TEXTS.set(found, text);
     }
-    const start = at;
-    at = putBytes(out, at, opening);
-    at = putQuantity(out, at, found.logIndex);
-    at = putBytes(out, at, LOG_PARTS.transactionIndex);
-    at = putQuantity(out, at, found.transactionIndex);
-    at = putBytes(out, at, LOG_PARTS.transactionHash);
-    at = putHex(view, at, found.transactionHash);
-    at = putBytes(out, at, LOG_PARTS.blockHash);
-    at = putHex(view, at, found.blockHash);
-    at = putBytes(out, at, LOG_PARTS.blockNumber);
-    at = putQuantity(out, at, found.blockNumber);
-    at = putBytes(out, at, LOG_PARTS.address);
-    at = putHex(view, at, found.log.address);
-    at = putBytes(out, at, LOG_PARTS.data);
-    at = putHex(view, at, found.log.data);
-    at = putBytes(out, at, LOG_PARTS.topics);
-    const { topics } = found.log;
-    for (let t = 0; t < topics.length; t++) {
-      if (t > 0) out[at++] = 0x2c;
-      out[at++] = 0x22; // "
-      out[at++] = 0x30; // 0
-      out[at++] = 0x78; // x
-      at = putHex(view, at, topics[t]!);
-      out[at++] = 0x22;
-    }
-    out[at++] = 0x5d; // ]
-    out[at++] = 0x7d; // }
-    // Logs read whole from their block are new objects every time: not worth remembering.
-    if (!removed && found.block === undefined) fresh.push({ found, start, end: at });
   }
-  out[at++] = 0x5d;
-  // Copies of their own, not slices of the answer: a slice would keep all of it in memory.
-  for (const { found, start, end } of fresh)
-    LOG_TEXTS.set(found, out.toString("latin1", start, end));
-  return out.toString("latin1", 0, at);
+  if (texts.length === 0) return "[]";
+  // The brackets on the first and last texts, so that `join` makes the one flat string.
+  texts[0] = `[${texts[0]}`;
+  texts[texts.length - 1] = `${texts[texts.length - 1]}]`;
+  return texts.join(",");
 }
 
 function putBytes(out: Uint8Array, at: number, part: Uint8Array): number {
