@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { Chain, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
+import { Chain, type ConsensusRules, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
 import { Executor } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import type { Logger } from "@nodex/types";
@@ -11,6 +11,8 @@ export interface OpenedChain {
   readonly db: Database;
   readonly executor: Executor;
   readonly chain: Chain;
+  /** The consensus rules the chain checks blocks with (the network checks headers with them). */
+  readonly rules: ConsensusRules;
 }
 
 /**
@@ -22,6 +24,12 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
   const db = await Database.open(join(config.datadir, "db"));
   try {
     const executor = new Executor(config.network);
+    // Every network checks merged-mining proofs; development networks seal their own blocks
+    // with proofs of synthetic Bitcoin blocks, so there is no bypass anywhere.
+    const rules = mergedMiningRules(
+      config.network,
+      config.minDifficulty === undefined ? {} : { minDifficulty: config.minDifficulty },
+    );
     const chain = await Chain.open(config.network, {
       db,
       executor,
@@ -33,15 +41,10 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
         receipts: config.caches.receipts,
       },
       trieNodeCache: config.caches.trieNodes,
-      // Every network checks merged-mining proofs; development networks seal their own blocks
-      // with proofs of synthetic Bitcoin blocks, so there is no bypass anywhere.
-      rules: mergedMiningRules(
-        config.network,
-        config.minDifficulty === undefined ? {} : { minDifficulty: config.minDifficulty },
-      ),
+      rules,
       ...(config.network.devAccounts ? { sealer: SYNTHETIC_SEALER } : {}),
     });
-    return { db, executor, chain };
+    return { db, executor, chain, rules };
   } catch (err) {
     await db.close().catch(() => {});
     throw err;

@@ -42,6 +42,16 @@ export class UsageError extends NodexError<"NODE_USAGE"> {
 export type LogFormat = "json" | "pretty";
 
 /** The validated, frozen settings of one node. Each package gets its slice. */
+/** The node's place on the peer-to-peer network. */
+export interface P2PConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly bootnodes: readonly string[];
+  readonly mdns: boolean;
+  readonly maxInboundPeers: number;
+  readonly maxOutboundPeers: number;
+}
+
 export interface NodeConfig {
   readonly network: NetworkPreset;
   readonly datadir: string;
@@ -59,6 +69,8 @@ export interface NodeConfig {
   readonly mineInterval: number;
   /** Whether a development network's node makes its own blocks (`--no-automine`: no). */
   readonly automine: boolean;
+  /** The peer-to-peer network; `undefined` for a node alone (`--no-p2p`, and regtest). */
+  readonly p2p: P2PConfig | undefined;
   /** scrypt cost of the key files the node writes. */
   readonly keystoreKdf: KeystoreKdf;
   readonly rpc: RPCOptions;
@@ -250,6 +262,17 @@ export function parseCommandLine(environment: Environment): Command {
     }),
     mineInterval: pick<number>("mineInterval") ?? 0,
     automine: pick<"on" | "off">("automine") !== "off",
+    p2p:
+      (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"
+        ? undefined
+        : Object.freeze({
+            host: pick<string>("p2pHost") ?? "0.0.0.0",
+            port: pick<number>("p2pPort") ?? 5050,
+            bootnodes: unique(pick<string[]>("bootnodes") ?? network.bootnodes),
+            mdns: pick<"on" | "off">("mdns") === "on",
+            maxInboundPeers: pick<number>("maxInboundPeers") ?? 25,
+            maxOutboundPeers: pick<number>("maxOutboundPeers") ?? 10,
+          }),
     keystoreKdf: pick<KeystoreKdf>("keystoreKdf") ?? (dev ? "light" : "standard"),
     rpc: Object.freeze(rpc),
     sources: Object.freeze(sources),

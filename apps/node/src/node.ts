@@ -1,10 +1,12 @@
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
-import { createRPCServer, type RPCServer } from "@nodex/rpc";
+import type { P2PService } from "@nodex/p2p";
+import { createRPCServer, type RPCServer, type RPCServices } from "@nodex/rpc";
 import type { Database } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
+import { createNetwork, peersView, scoringView } from "./network.js";
 import { createCore, type NodeCore } from "./services.js";
 import { NODEX_VERSION } from "./version.js";
 
@@ -22,6 +24,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let rpc: RPCServer | undefined;
   let stopping: Promise<void> | undefined;
   let core: NodeCore | undefined;
+  let p2p: P2PService | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -34,14 +37,41 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       });
       const opened = await openChain(config, logger);
       db = opened.db;
-      const { chain, executor } = opened;
+      const { chain, executor, rules } = opened;
       if (config.network.devAccounts) printDevAccounts();
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
       core = createCore(config, chain, executor, logger, wallet);
       // The transactions kept in the journal come back; automine mines them, an interval starts.
       await core.producer.start();
+      const p2pConfig = config.p2p;
+      if (p2pConfig !== undefined) {
+        const producer = core.producer;
+        p2p = await createNetwork(
+          { ...config, p2p: p2pConfig },
+          chain,
+          rules,
+          core.admission,
+          (raw) => producer.sendTransaction(raw),
+          logger,
+        );
+        await p2p.start();
+      }
+      const network = p2p;
+      const services: RPCServices = {
+        ...core.services,
+        peers: peersView(network),
+        ...(network === undefined
+          ? {}
+          : {
+              scoring: scoringView(network),
+              events: {
+                ...core.services.events!,
+                onSyncingChange: (listener) => network.sync.onProgress(listener),
+              },
+            }),
+      };
       rpc = createRPCServer(config.rpc, {
-        services: core.services,
+        services,
         logger: logger.child({ module: "rpc" }),
       });
       await rpc.start();
@@ -50,6 +80,9 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       stopping ??= (async () => {
         logger.info("Shutting down");
         await rpc?.stop();
+        await p2p?.stop().catch((err: unknown) => {
+          logger.error("Stopping the network failed", { error: (err as Error).message });
+        });
         await core?.producer.stop();
         // The journal keeps only the transactions still waiting.
         await core?.admission.pool.closeJournal().catch((err: unknown) => {

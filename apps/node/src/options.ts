@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { HTTP_LAYERS } from "@nodex/rpc";
 import { isNetworkName, LOG_LEVELS, MODULE_NAMES, NETWORK_NAMES, NodexError } from "@nodex/types";
 
@@ -279,6 +280,89 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "eth_subscribe subscriptions one connection may hold; past it -32011",
     defaultText: "1000",
     parse: integer(1, 1_000_000, "a number of subscriptions"),
+  },
+  {
+    key: "p2p",
+    flag: "--p2p",
+    aliases: { "--no-p2p": "off" },
+    env: "NODEX_P2P",
+    valueName: "on|off",
+    description:
+      "join the peer-to-peer network: find peers, gossip blocks and transactions, sync (off, also --no-p2p: a node alone)",
+    defaultText: "on, off on regtest",
+    parse: oneOf(["on", "off"]),
+  },
+  {
+    key: "p2pHost",
+    flag: "--p2p-host",
+    env: "NODEX_P2P_HOST",
+    valueName: "HOST",
+    description:
+      "address the peer-to-peer listener binds to and announces; outbound connections leave from it when it is a specific IPv4 address",
+    defaultText: "0.0.0.0",
+    parse: (text) => {
+      if (isIP(text) === 0)
+        throw invalid(text, `${JSON.stringify(text)} is not an IPv4 or IPv6 address`);
+      return text;
+    },
+  },
+  {
+    key: "p2pPort",
+    flag: "--p2p-port",
+    env: "NODEX_P2P_PORT",
+    valueName: "PORT",
+    description: "TCP port of the peer-to-peer listener (0 picks a free port)",
+    defaultText: "5050",
+    parse: integer(0, 65535, "a port number"),
+  },
+  {
+    key: "bootnodes",
+    flag: "--bootnodes",
+    env: "NODEX_BOOTNODES",
+    valueName: "MULTIADDR",
+    list: true,
+    description:
+      "peers to dial at start and while disconnected, as /ip4/<address>/tcp/<port>/p2p/<peer id> (the address a node logs at start)",
+    defaultText: "the network's (none published yet)",
+    parse: (text) => {
+      if (
+        !/^\/(ip4|ip6|dns4|dns6|dns)\/[^/]+\/tcp\/\d{1,5}\/p2p\/[1-9A-HJ-NP-Za-km-z]{20,}$/.test(
+          text,
+        )
+      )
+        throw invalid(
+          text,
+          `${JSON.stringify(text)} is not a multiaddr of the form /ip4/<address>/tcp/<port>/p2p/<peer id>`,
+        );
+      return text;
+    },
+  },
+  {
+    key: "mdns",
+    flag: "--mdns",
+    env: "NODEX_MDNS",
+    valueName: "on|off",
+    description: "find peers on the local network with mDNS and dial them",
+    defaultText: "off",
+    parse: oneOf(["on", "off"]),
+  },
+  {
+    key: "maxInboundPeers",
+    flag: "--max-inbound-peers",
+    env: "NODEX_MAX_INBOUND_PEERS",
+    valueName: "N",
+    description: "connections other nodes may open to this one",
+    defaultText: "25",
+    parse: integer(0, 10_000, "a number of peers"),
+  },
+  {
+    key: "maxOutboundPeers",
+    flag: "--max-outbound-peers",
+    env: "NODEX_MAX_OUTBOUND_PEERS",
+    valueName: "N",
+    description: "connections this node may open to others",
+    defaultText: "10",
+    parse: integer(0, 10_000, "a number of peers"),
   },
   {
     key: "coinbase",

@@ -7,7 +7,7 @@ import {
 } from "@nodex/mergemining";
 import type { NetworkPreset } from "@nodex/types";
 import type { BlockSealer } from "./chain.js";
-import type { ConsensusRules } from "./validation.js";
+import { type ConsensusRules, MAX_FUTURE_SECONDS } from "./validation.js";
 
 /**
  * The network's proof-of-work rules: difficulty adjusted as the reference node adjusts it, and a
@@ -20,6 +20,9 @@ export function mergedMiningRules(
 ): ConsensusRules {
   const params = { ...NETWORK_MINING_PARAMS[network.name], ...overrides };
   return {
+    // A development network's clock is the producer's to move (evm_increaseTime, blocks made
+    // faster than one a second): the nodes that follow it take its times as they come.
+    maxFutureSeconds: network.devAccounts ? null : MAX_FUTURE_SECONDS,
     difficulty: (parent, timestamp, uncleCount) =>
       nextDifficulty({
         parentDifficulty: parent.difficulty,

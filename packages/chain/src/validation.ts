@@ -20,6 +20,12 @@ export interface ConsensusRules {
    * block 449).
    */
   checkSeal(header: BlockHeader, hashForMergedMining: Uint8Array): string | undefined;
+  /**
+   * How far past the local clock a block's time may be, in seconds (`MAX_FUTURE_SECONDS` when
+   * absent); `null` for no limit: development networks, whose clocks move by `evm_increaseTime`
+   * and whose blocks can be made faster than one a second.
+   */
+  readonly maxFutureSeconds?: bigint | null;
 }
 
 /**
@@ -56,8 +62,9 @@ export function checkHeader(
     return `number ${header.number} does not follow its parent's ${parent.number}`;
   if (header.timestamp <= parent.timestamp)
     return `timestamp ${header.timestamp} is not after its parent's ${parent.timestamp}`;
-  if (header.timestamp > now + MAX_FUTURE_SECONDS)
-    return `timestamp ${header.timestamp} is more than ${MAX_FUTURE_SECONDS} s in the future`;
+  const future = rules.maxFutureSeconds === undefined ? MAX_FUTURE_SECONDS : rules.maxFutureSeconds;
+  if (future !== null && header.timestamp > now + future)
+    return `timestamp ${header.timestamp} is more than ${future} s in the future`;
   const step = parent.gasLimit / 1024n;
   if (header.gasLimit < parent.gasLimit - step || header.gasLimit > parent.gasLimit + step)
     return `gas limit ${header.gasLimit} moves more than 1/1024 from its parent's ${parent.gasLimit}`;

@@ -10,12 +10,14 @@ import {
   type Block,
   type BlockHeader,
   bytesToHex,
+  DecodeError,
   decodeBlock,
   encodeBlock,
   headerHash,
   keccak256,
   type Logger,
   type SignedTransaction,
+  TransactionError,
 } from "@nodex/types";
 import { PeerEvent } from "./scoring/index.js";
 import type { PeerReport } from "./sync.js";
@@ -35,7 +37,10 @@ export interface GossipChain {
   importBlock(block: Block): Promise<ImportResult>;
 }
 
-/** What gossip needs of the pool: its one admission path. */
+/**
+ * Where gossiped transactions go: the pool's one admission path (on a node that automines, the
+ * producer's, so that a transaction from the network gets its block as one from a user does).
+ */
 export interface GossipPool {
   admit(raw: Uint8Array): Promise<unknown>;
 }
@@ -188,11 +193,14 @@ export class Gossip {
     try {
       await this.#deps.pool.admit(msg.data);
     } catch (err) {
-      if (err instanceof TxPoolError) {
-        // Known, stale or underpriced here: not the sender's fault; don't relay it.
-        if (err.code !== TxPoolErrorCode.CHAIN_ID_MISMATCH) return IGNORE;
-      }
-      this.#report(peer, PeerEvent.INVALID_TRANSACTION, String(err));
+      // Bytes that are no transaction, a bad signature, another chain: the sender's fault.
+      // Known, stale, underpriced or refused by a block here: don't relay, blame no one.
+      const invalid =
+        err instanceof DecodeError ||
+        err instanceof TransactionError ||
+        (err instanceof TxPoolError && err.code === TxPoolErrorCode.CHAIN_ID_MISMATCH);
+      if (!invalid) return IGNORE;
+      this.#report(peer, PeerEvent.INVALID_TRANSACTION, (err as Error).message);
       return REJECT;
     }
     this.#see(bytesToHex(keccak256(msg.data)));

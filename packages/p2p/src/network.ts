@@ -572,7 +572,7 @@ export class P2PNetwork {
       signal,
     );
     if (payload === undefined) {
-      const error = new P2PError(P2PErrorCode.INVALID_RESPONSE, "no status in the answer");
+      const error = new P2PError(P2PErrorCode.STREAM_CLOSED, "the stream closed without a status");
       this.#fault(peer, Protocol.STATUS, "outbound", error);
       throw error;
     }

@@ -27,6 +27,11 @@ export interface P2PServiceDeps {
   readonly datadir: string;
   readonly chain: Chain;
   readonly admission: TxAdmission;
+  /**
+   * Where transactions from the network go; `admission.admit` by default. A node that
+   * automines hands them to its producer, which mines them as it mines a user's.
+   */
+  readonly submit?: (raw: Uint8Array) => Promise<unknown>;
   /** Why a header's proof of work and merged-mining proof are invalid, or `undefined`. */
   readonly checkSeal: SealCheck;
   readonly logger: Logger;
@@ -166,7 +171,7 @@ export class P2PService {
         checkSeal: (header) => deps.checkSeal(header, new Map()),
         importBlock: (block) => chain.importBlock(block),
       },
-      pool: { admit: (raw) => deps.admission.admit(raw) },
+      pool: { admit: deps.submit ?? ((raw) => deps.admission.admit(raw)) },
       logger: log.child({ module: "gossip" }),
       report,
       onUnknownParent: (peer) => void sync.unknownBlock(peer),
@@ -201,13 +206,14 @@ export class P2PService {
     const address = info === undefined ? undefined : hostPort(info.remoteAddress)?.host;
     const outcome = this.scoring.record(shortPeerId(peer), address, event);
     if (!outcome.punished) return;
-    this.#log.warn("Banning peer: bad reputation", {
-      peer,
-      address,
-      event,
-      reason,
-      until: new Date(outcome.until ?? 0).toISOString(),
-    });
+    if (outcome.started)
+      this.#log.warn("Banning peer: bad reputation", {
+        peer,
+        address,
+        event,
+        reason,
+        until: new Date(outcome.until ?? 0).toISOString(),
+      });
     void this.network.disconnect(peer, `bad reputation (${event})`).catch(() => {});
   }
 

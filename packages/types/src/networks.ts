@@ -59,6 +59,13 @@ export interface NetworkPreset {
    * least block 0): the depth the network treats as settled. At least `safeDepth`.
    */
   readonly finalizedDepth: bigint;
+  /**
+   * Peers a node of this network dials at start (multiaddrs with `/p2p/<id>`) unless told
+   * others. None is published yet for any network.
+   */
+  readonly bootnodes: readonly string[];
+  /** Whether the node joins the peer-to-peer network unless told otherwise (not on regtest). */
+  readonly p2pByDefault: boolean;
 }
 
 /**
@@ -91,6 +98,8 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     // The reference's own "settled" depth on mainnet: REMASC pays a block's miners 4000 blocks
     // later, and its bridge waits for 4000 confirmations before releasing a peg-out.
     finalizedDepth: 4000n,
+    bootnodes: Object.freeze([]),
+    p2pByDefault: true,
   }),
   testnet: preset({
     name: "testnet",
@@ -102,6 +111,8 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     safeDepth: PUBLIC_SAFE_DEPTH,
     // The reference's REMASC maturity on testnet: a block's miners are paid 50 blocks later.
     finalizedDepth: 50n,
+    bootnodes: Object.freeze([]),
+    p2pByDefault: true,
   }),
   devnet: preset({
     name: "devnet",
@@ -115,6 +126,8 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     // maturity on regtest (10 blocks), reached in seconds at difficulty 1.
     safeDepth: 0n,
     finalizedDepth: 10n,
+    bootnodes: Object.freeze([]),
+    p2pByDefault: true,
   }),
   regtest: preset({
     name: "regtest",
@@ -127,6 +140,8 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     // final once mined, and scripts see their transactions under every tag (as on Hardhat).
     safeDepth: 0n,
     finalizedDepth: 0n,
+    bootnodes: Object.freeze([]),
+    p2pByDefault: false,
   }),
 });
 

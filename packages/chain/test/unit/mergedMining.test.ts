@@ -5,6 +5,7 @@ import {
   bytesToHex,
   FORK_DETECTION_HEIGHT,
   hashForMergedMiningBase,
+  NETWORKS,
 } from "@nodex/types";
 import { describe, expect, it } from "vitest";
 import { type Chain, mergedMiningRules, SYNTHETIC_SEALER } from "../../src/index.js";
@@ -140,5 +141,21 @@ describe("difficulty", () => {
     expect(res.result === "INVALID_BLOCK" && res.reason).toContain(
       "difficulty 5 is not the expected 1",
     );
+  });
+
+  it("takes blocks far in the future on development networks, not on public ones", async () => {
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const source = await newChain();
+    const [ahead] = await mineEmpty(source, 1, now + 3_600n);
+    const node = await newChain();
+    expect((await node.importBlock(ahead!)).result).toBe("IMPORTED_BEST");
+    expect(rules.maxFutureSeconds).toBeNull();
+    expect(mergedMiningRules(NETWORKS.testnet).maxFutureSeconds).toBe(540n);
+    const strict = await makeChain({
+      rules: { ...rules, maxFutureSeconds: 540n },
+      sealer: SYNTHETIC_SEALER,
+    });
+    const res = await strict.importBlock(ahead!);
+    expect(res.result === "INVALID_BLOCK" && res.reason).toContain("s in the future");
   });
 });

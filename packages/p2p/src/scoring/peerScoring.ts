@@ -133,6 +133,8 @@ export interface ScoreOutcome {
   readonly punished: boolean;
   /** When the punishment ends (ms since the epoch), when punished. */
   readonly until?: number;
+  /** Whether this event started the punishment (not one already running). */
+  readonly started?: boolean;
 }
 
 /**
@@ -165,10 +167,13 @@ export class PeerScoring {
   record(nodeId: string | undefined, address: string | undefined, event: PeerEvent): ScoreOutcome {
     const now = this.#now();
     let until = 0;
+    let started = false;
     if (nodeId !== undefined) {
       const r = this.#record(this.#nodes, nodeId, now);
       r.record(event);
+      const before = r.punishedUntil;
       until = Math.max(until, this.#punishIfBad(r, this.#nodeParams, now));
+      started ||= r.punishedUntil !== before;
     }
     let addressPunished = false;
     if (address !== undefined) {
@@ -179,7 +184,9 @@ export class PeerScoring {
       addressPunished = r.punishedUntil !== before;
     }
     if (addressPunished) this.#changed();
-    return until > now ? { punished: true, until } : { punished: false };
+    return until > now
+      ? { punished: true, until, started: started || addressPunished }
+      : { punished: false };
   }
 
   /** Whether a peer may stay connected: neither its node id nor its address is punished. */

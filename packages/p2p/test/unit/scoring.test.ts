@@ -51,7 +51,7 @@ describe("scores", () => {
     const c = clock();
     const s = new PeerScoring({ now: c.now });
     const first = s.record("n1", "127.0.0.9", PeerEvent.INVALID_BLOCK);
-    expect(first).toEqual({ punished: true, until: c.now() + 12 * MIN });
+    expect(first).toEqual({ punished: true, until: c.now() + 12 * MIN, started: true });
     expect(s.hasGoodReputation("n1", "127.0.0.9")).toBe(false);
     expect(s.isBanned("127.0.0.9")).toBe(true);
     expect(s.isBanned("::ffff:127.0.0.9")).toBe(true);

@@ -8,7 +8,10 @@ import { fileURLToPath } from "node:url";
 export const NODEX_BIN = fileURLToPath(new URL("../../../bin/nodex.js", import.meta.url));
 
 export interface StartOptions {
-  /** Arguments after the defaults (`--regtest --datadir <tmp> --rpc-port 0 --log-format json`). */
+  /**
+   * Arguments after the defaults (`--regtest --datadir <tmp> --rpc-port 0 --log-format json`,
+   * and `--no-p2p` unless the arguments name a `--p2p…` option or `--bootnodes`).
+   */
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
   /** Replace the default network flag; `null` for none. */
@@ -47,6 +50,8 @@ export async function startNode(opts: StartOptions = {}): Promise<RunningNode> {
       "0",
       "--log-format",
       "json",
+      // Nodes of tests run alone unless a test puts them on a network (many run at once).
+      ...((opts.args ?? []).some((a) => /^--(no-)?p2p|^--bootnodes/.test(a)) ? [] : ["--no-p2p"]),
       ...(opts.args ?? []),
     ],
     { env: { ...cleanEnv(), ...opts.env }, stdio: ["ignore", "pipe", "pipe"] },

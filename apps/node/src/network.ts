@@ -1,0 +1,96 @@
+import { type Chain, type ConsensusRules, hashForMergedMining } from "@nodex/chain";
+import { P2PService } from "@nodex/p2p";
+import type { PeersView, ScoringView } from "@nodex/rpc";
+import type { TxAdmission } from "@nodex/txpool";
+import { type BlockHeader, bytesToHex, type Logger } from "@nodex/types";
+import type { NodeConfig, P2PConfig } from "./config.js";
+
+/**
+ * The node on the peer-to-peer network: its key and bans in the datadir, headers checked with
+ * the chain's own consensus rules (against ancestors not stored yet while syncing).
+ */
+export async function createNetwork(
+  config: NodeConfig & { p2p: P2PConfig },
+  chain: Chain,
+  rules: ConsensusRules,
+  admission: TxAdmission,
+  submit: (raw: Uint8Array) => Promise<unknown>,
+  logger: Logger,
+): Promise<P2PService> {
+  const checkSeal = async (
+    header: BlockHeader,
+    pending: ReadonlyMap<string, BlockHeader>,
+  ): Promise<string | undefined> => {
+    const source = {
+      getHeaderByHash: async (hash: Uint8Array) =>
+        pending.get(bytesToHex(hash)) ?? (await chain.getHeaderByHash(hash)),
+      getCanonicalHash: (number: bigint) => chain.getCanonicalHash(number),
+    };
+    let hfmm: Uint8Array;
+    try {
+      hfmm = await hashForMergedMining(source, header);
+    } catch (err) {
+      return `no merged-mining hash: ${(err as Error).message}`;
+    }
+    return rules.checkSeal(header, hfmm);
+  };
+  return P2PService.create(
+    {
+      networkId: config.network.chainId,
+      host: config.p2p.host,
+      port: config.p2p.port,
+      bootnodes: config.p2p.bootnodes,
+      mdns: config.p2p.mdns,
+      maxInboundPeers: config.p2p.maxInboundPeers,
+      maxOutboundPeers: config.p2p.maxOutboundPeers,
+      // A bootnode that went away (or was banned, then unbanned) is dialled again soon.
+      bootnodeRedialMs: 5_000,
+      // Sync asks for a header and a body per block: let a syncing peer have a thousand blocks
+      // a second.
+      rateLimit: { capacity: 4_096, refillPerSecond: 2_048 },
+    },
+    {
+      datadir: config.datadir,
+      chain,
+      admission,
+      submit,
+      checkSeal,
+      logger: logger.child({ module: "p2p" }),
+    },
+  );
+}
+
+/** The `net_` methods' view of the network. */
+export function peersView(p2p: P2PService | undefined): PeersView {
+  if (p2p === undefined) {
+    return { listening: () => false, peerCount: () => 0, peerList: () => [], syncing: () => false };
+  }
+  return {
+    listening: () => true,
+    peerCount: () => p2p.network.peers().length,
+    peerList: () => p2p.peerList(),
+    syncing: () => p2p.syncing(),
+    wireQueueSize: () => p2p.queueSize(),
+  };
+}
+
+/** The `sco_` methods' view of the scoring. */
+export function scoringView(p2p: P2PService): ScoringView {
+  const { scoring } = p2p;
+  return {
+    peerList: () => scoring.peerList(),
+    reputationSummary: () => scoring.summary(),
+    bannedAddresses: () => scoring.bannedAddresses(),
+    banAddress: (address) => {
+      if (!scoring.ban(address)) return false;
+      // Connected peers at a newly banned address go now.
+      for (const peer of p2p.network.peers()) {
+        const host = /^\/ip[46]\/([^/]+)/.exec(peer.remoteAddress)?.[1];
+        if (host !== undefined && scoring.isBanned(host))
+          void p2p.network.disconnect(peer.id, "address banned by the operator").catch(() => {});
+      }
+      return true;
+    },
+    unbanAddress: (address) => scoring.unban(address),
+  };
+}
