@@ -69,10 +69,10 @@ export function ensureBenchDeps(required = []) {
 
 export function ensureNodexBuilt(force) {
   if (existsSync(NODEX_MAIN) && !force) {
-    const newer = newestSource();
-    if (newer && newer.mtimeMs > statSync(NODEX_MAIN).mtimeMs) {
+    const newer = staleSource();
+    if (newer) {
       log(
-        `note: ${relative(root, newer.path)} is newer than apps/node/dist/main.js: Nodex may be stale (--build rebuilds it)`,
+        `note: ${relative(root, newer.path)} is newer than everything in ${relative(root, newer.dist)}: Nodex may be stale (--build rebuilds it)`,
       );
     }
     return;
@@ -110,33 +110,46 @@ function build(cmd, argv, env) {
   return false;
 }
 
-/** The most recently modified file under packages/*\/src and apps/*\/src. */
-function newestSource() {
-  let newest;
-  const walk = (dir) => {
-    let entries = [];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) {
-        const { mtimeMs } = statSync(p);
-        if (!newest || mtimeMs > newest.mtimeMs) newest = { path: p, mtimeMs };
+/**
+ * A source file newer than every file of its package's build (packages/<name>/src against
+ * packages/<name>/dist, the same for apps/), or undefined. A build that leaves a file as it was
+ * (tsc does not rewrite an unchanged output) still writes the package's .tsbuildinfo.
+ */
+function staleSource() {
+  const newest = (dir) => {
+    let found;
+    const walk = (d) => {
+      let entries = [];
+      try {
+        entries = readdirSync(d, { withFileTypes: true });
+      } catch {
+        return;
       }
-    }
+      for (const e of entries) {
+        const p = join(d, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.isFile()) {
+          const { mtimeMs } = statSync(p);
+          if (!found || mtimeMs > found.mtimeMs) found = { path: p, mtimeMs };
+        }
+      }
+    };
+    walk(dir);
+    return found;
   };
   for (const top of ["packages", "apps"]) {
     let names = [];
     try {
       names = readdirSync(join(root, top));
     } catch {}
-    for (const name of names) walk(join(root, top, name, "src"));
+    for (const name of names) {
+      const src = newest(join(root, top, name, "src"));
+      const dist = newest(join(root, top, name, "dist"));
+      if (src && (!dist || src.mtimeMs > dist.mtimeMs))
+        return { ...src, dist: join(root, top, name, "dist") };
+    }
   }
-  return newest;
+  return undefined;
 }
 
 export function gitCommit(dir = root) {
