@@ -64,6 +64,7 @@ export {
 } from "./scoring/index.js";
 export {
   BANS_FILE,
+  gossipService,
   P2PService,
   type P2PServiceDeps,
   type SealCheck,

@@ -37,6 +37,17 @@ export interface P2PServiceDeps {
   readonly logger: Logger;
 }
 
+/** Gossipsub as Nodex nodes run it: unsigned messages identified by the keccak256 of their data. */
+export function gossipService() {
+  return gossipsub({
+    globalSignaturePolicy: "StrictNoSign",
+    msgIdFn: messageId,
+    allowPublishToZeroTopicPeers: true,
+    ignoreDuplicatePublishError: true,
+    emitSelf: false,
+  });
+}
+
 /** `net_peerList`'s short id: the first 8 hex digits of the peer's public key. */
 export function shortPeerId(id: string): string {
   try {
@@ -130,15 +141,7 @@ export class P2PService {
       chain: await chainSourceOf(deps.chain),
       logger: log,
       isBanned: (ip) => scoring.isBanned(ip),
-      services: {
-        pubsub: gossipsub({
-          globalSignaturePolicy: "StrictNoSign",
-          msgIdFn: messageId,
-          allowPublishToZeroTopicPeers: true,
-          ignoreDuplicatePublishError: true,
-          emitSelf: false,
-        }),
-      },
+      services: { pubsub: gossipService() },
     });
     let service: P2PService | undefined;
     const report = (peer: string, event: PeerEvent, reason?: string) =>
