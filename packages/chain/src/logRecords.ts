@@ -1,5 +1,6 @@
 import { Bucket, type Database, type WriteOp } from "@nodex/state";
 import type { Address, Hash32, Log, Receipt, SignedTransaction } from "@nodex/types";
+import { ChainError, ChainErrorCode } from "./errors.js";
 
 /**
  * The log records (in `Bucket.LOG_INDEX`, kind `LOG_RECORD_KIND`): for each canonical block with
@@ -98,7 +99,10 @@ export function encodeLogRecord(
  */
 export function decodeLogRecord(bytes: Uint8Array, number: bigint): LocatedLog[] {
   if (bytes[0] !== VERSION || bytes.length < HEAD)
-    throw new Error(`log record of block ${number}: unknown version ${bytes[0]}`);
+    throw new ChainError(
+      ChainErrorCode.CORRUPT,
+      `the log record of block ${number} is not one this node writes (version ${bytes[0]})`,
+    );
   const { buffer, byteOffset } = bytes;
   const view = new DataView(buffer, byteOffset, bytes.byteLength);
   // Views made with the constructor: cheaper than `subarray`.

@@ -18,6 +18,7 @@ import { describe, expect, it, vi } from "vitest";
 import {
   blockLogs,
   type Chain,
+  ChainErrorCode,
   ChainReader,
   type FoundLog,
   type LogQuery,
@@ -180,6 +181,28 @@ async function everyBlock(chain: Chain, query: LogQuery, from: bigint, to: bigin
   return out;
 }
 
+describe("decodeLogRecord", () => {
+  it("refuses a record of another version as CORRUPT", () => {
+    const record = encodeLogRecord(
+      new Uint8Array(32),
+      [{ hash: new Uint8Array(32) }],
+      [
+        {
+          status: 1,
+          cumulativeGasUsed: 1n,
+          logsBloom: new Uint8Array(256),
+          logs: [{ address: new Uint8Array(20) as Address, topics: [], data: new Uint8Array() }],
+        },
+      ],
+    )!;
+    expect(decodeLogRecord(record, 5n)).toHaveLength(1);
+    record[0] = 2;
+    expect(() => decodeLogRecord(record, 5n)).toThrow(
+      expect.objectContaining({ code: ChainErrorCode.CORRUPT }),
+    );
+  });
+});
+
 describe("log records of the canonical chain", () => {
   it("are written in the block's batch, follow a reorganization and a rewind, and survive a restart", async () => {
     const a = await openChain();
@@ -321,5 +344,32 @@ describe("log records of the canonical chain", () => {
     );
     expect(whole.every((n) => n < 8n)).toBe(true);
     expect(whole.length).toBeGreaterThan(0);
+  });
+  it("are read from the database each time when the cache holds none", async () => {
+    const first = await openChain();
+    const miner = new Miner(first, 1_000n);
+    await miner.deploy();
+    for (let i = 0; i < 5; i++) await miner.block([i, i + 1]);
+    const db = databaseOf(first);
+    const chain = await openChain({ db, caches: { logRecordBytes: 1 } });
+    const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
+    const query: LogQuery = {
+      range: { from: byNumber(0n), to: byNumber(6n) },
+      addresses: [],
+      topics: [[topicOf(2)]],
+    };
+    const reads = vi.spyOn(db, "get");
+    const once = await reader.getLogs(query);
+    const recordReads = () =>
+      reads.mock.calls.filter(
+        ([bucket, key]) => bucket === Bucket.LOG_INDEX && key[0] === LOG_RECORD_KIND,
+      ).length;
+    const firstReads = recordReads();
+    expect(firstReads).toBeGreaterThan(0);
+    expect(located(await reader.getLogs(query))).toEqual(located(once));
+    // Blocks 1 (no logs: remembered, at size 1) to 6 the first time; 2 to 6 again.
+    expect(firstReads).toBe(6);
+    expect(recordReads()).toBe(firstReads + 5);
+    expect(located(once)).toEqual(located(await everyBlock(chain, query, 0n, 6n)));
   });
 });
