@@ -78,8 +78,11 @@ export const DEFAULT_CHAIN_CACHE_SIZES: ChainCacheSizes = {
 
 /** A canonical block without logs, in the log record cache. */
 const NO_LOGS: readonly LocatedLog[] = Object.freeze([]);
-/** What one decoded log takes in memory besides its bytes, about: its objects, and the JSON the RPC keeps of it. */
-export const LOG_OBJECT_BYTES = 1024;
+/**
+ * What one decoded log takes in memory besides its bytes, about: its objects, and the JSON the
+ * RPC keeps of it while they live.
+ */
+const LOG_OBJECT_BYTES = 1024;
 
 /**
  * The blocks, receipts and indexes in the database, with caches of their decoded forms. Reads
