@@ -54,7 +54,13 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           (raw) => producer.sendTransaction(raw),
           logger,
         );
-        await p2p.start();
+        try {
+          await p2p.start();
+        } catch (err) {
+          throw new Error(describeP2PStartError(err, p2pConfig.host, p2pConfig.port), {
+            cause: err,
+          });
+        }
       }
       const network = p2p;
       const services: RPCServices = {
@@ -94,6 +100,18 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       return stopping;
     },
   };
+}
+
+/** Why the peer-to-peer listener did not start, in the operator's terms. */
+function describeP2PStartError(err: unknown, host: string, port: number): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const where = `the peer-to-peer listener cannot listen on ${host}:${port}`;
+  if (text.includes("EADDRINUSE"))
+    return `${where}: address already in use (another node? set --p2p-port, or run alone with --no-p2p)`;
+  if (text.includes("EADDRNOTAVAIL"))
+    return `${where}: address not available on this machine (set --p2p-host)`;
+  if (text.includes("EACCES")) return `${where}: permission denied`;
+  return `${where}: ${text}`;
 }
 
 /** The development accounts and their keys, as Hardhat and Anvil print them. */

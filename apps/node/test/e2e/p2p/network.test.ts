@@ -1,7 +1,10 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { keccak256, toUtf8Bytes, Wallet } from "ethers";
 import { afterAll, describe, expect, it } from "vitest";
 import { deployCode } from "../helpers/bytecode.js";
-import { call, type RunningNode, send, startNode } from "../helpers/node.js";
+import { call, type RunningNode, runCli, send, startNode } from "../helpers/node.js";
 
 // Node processes on a development network, each on its own loopback address so that bans by
 // address can be told apart: one mines, the others follow with --no-automine; transactions
@@ -219,6 +222,32 @@ describe("a development network of node processes", () => {
     ]);
   }, 120_000);
 
+  it("says so and stops when its peer-to-peer port is taken", async () => {
+    const taken = /\/tcp\/(\d+)\//.exec(p2pAddress(a))![1]!;
+    const datadir = mkdtempSync(join(tmpdir(), "nodex-p2p-port-"));
+    try {
+      const run = await runCli([
+        "--devnet",
+        "--datadir",
+        datadir,
+        "--rpc-port",
+        "0",
+        "--log-format",
+        "json",
+        "--p2p-host",
+        "127.0.0.2",
+        "--p2p-port",
+        taken,
+      ]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        `the peer-to-peer listener cannot listen on 127.0.0.2:${taken}: address already in use`,
+      );
+    } finally {
+      rmSync(datadir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   it("refuses a node of another network at the handshake, saying why", async () => {
     const other = await start(
       "127.0.0.6",
@@ -228,7 +257,13 @@ describe("a development network of node processes", () => {
     await until("the refusal in the log", async () =>
       other.logs().includes("Disconnecting peer") ? true : undefined,
     );
-    expect(other.logs()).toMatch(/network id 32, ours is 33|network id 33, ours is 32/);
+    const refusal = other
+      .logs()
+      .split("\n")
+      .filter((l) => l.includes("Disconnecting peer"))
+      .join("\n");
+    // identify tells the other side's network id; when it cannot, the protocol it lacks.
+    expect(refusal).toMatch(/network id 32, ours is 33|does not speak \/nodex\/33\/status\/1/);
     expect(await ok(other, "net_peerCount")).toBe("0x0");
   }, 30_000);
 });
