@@ -171,6 +171,50 @@ describe("a development network of node processes", () => {
     expect(d.logs()).toContain('"msg":"Synced"');
   }, 120_000);
 
+  it("a sync killed with SIGKILL resumes after a restart from the last block it wrote", async () => {
+    const target = await head(a);
+    const datadir = mkdtempSync(join(tmpdir(), "nodex-p2p-resume-"));
+    const args = [
+      "--p2p-host",
+      "127.0.0.7",
+      "--p2p-port",
+      "0",
+      "--no-automine",
+      "--bootnodes",
+      p2pAddress(a),
+    ];
+    try {
+      const first = await startNode({ network: "--devnet", datadir, args });
+      await until("a few hundred blocks", async () => {
+        const syncing = (await ok(first, "eth_syncing")) as false | { currentBlock: string };
+        return syncing !== false && Number(syncing.currentBlock) >= 300 ? true : undefined;
+      });
+      first.process.kill("SIGKILL");
+      await first.stop();
+      const second = await startNode({ network: "--devnet", datadir, args });
+      nodes.push(second);
+      const line = await until("the restarted sync", async () =>
+        second
+          .logs()
+          .split("\n")
+          .find((l) => l.includes('"msg":"Syncing"')),
+      );
+      // It starts after what the killed process wrote, not from genesis.
+      expect(Number((JSON.parse(line) as { from: string }).from)).toBeGreaterThan(300);
+      const synced = await until(
+        "the restarted node to sync",
+        async () => {
+          const h = await head(second);
+          return h.hash === target.hash ? h : undefined;
+        },
+        90_000,
+      );
+      expect(synced.stateRoot).toBe(target.stateRoot);
+    } finally {
+      rmSync(datadir, { recursive: true, force: true });
+    }
+  }, 150_000);
+
   it("a partition made by bans heals onto the heavier side; the lighter side's logs come back removed", async () => {
     // B and C become miners on their own sides: B with A, C alone.
     const contractTx = (await ok(a, "eth_sendRawTransaction", [
