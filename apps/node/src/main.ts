@@ -1,4 +1,5 @@
-import "./polyfills.js";
+// @nodex/p2p installs the polyfills the p2p stack needs (Promise.withResolvers on Node 20)
+// before it loads libp2p.
 import { ChainFileError, exportChain, importChain } from "./chainFile.js";
 import {
   type ExportCommand,

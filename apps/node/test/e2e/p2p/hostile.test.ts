@@ -13,7 +13,8 @@ import {
 } from "@nodex/p2p";
 import { type BlockHeader, decodeHeader, encodeBlock, hexToBytes, nullLogger } from "@nodex/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, type RunningNode, send, startNode } from "../helpers/node.js";
+import { type RunningNode, send, startNode } from "../helpers/node.js";
+import { p2pAddress, rpc, until } from "../helpers/p2p.js";
 
 // A hostile peer: a harness that speaks Nodex's protocols from its own loopback address. It
 // gossips a block with a forged proof, sends a request frame over the protocol's cap, and floods
@@ -25,30 +26,6 @@ let a: RunningNode;
 let honest: RunningNode;
 let genesisHash: Uint8Array;
 const harnesses: P2PNetwork[] = [];
-
-async function ok(node: RunningNode, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await call(node.url, method, params);
-  if (res.error !== undefined) throw new Error(`${method}: ${JSON.stringify(res.error)}`);
-  return res.result;
-}
-
-function p2pAddress(node: RunningNode): string {
-  const line = node
-    .logs()
-    .split("\n")
-    .find((l) => l.includes('"msg":"P2P listening"'))!;
-  return (JSON.parse(line) as { addresses: string[] }).addresses[0]!;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 beforeAll(async () => {
   const modules = ["--rpc-modules", "eth,net,web3,rpc,txpool,nodex,evm,sco"];
@@ -69,7 +46,7 @@ beforeAll(async () => {
       ...modules,
     ],
   });
-  const genesis = (await ok(a, "eth_getBlockByNumber", ["0x0", false])) as { hash: string };
+  const genesis = (await rpc(a, "eth_getBlockByNumber", ["0x0", false])) as { hash: string };
   genesisHash = hexToBytes(genesis.hash);
 }, 60_000);
 
@@ -105,7 +82,7 @@ async function harness(host: string, gossip = false): Promise<{ net: P2PNetwork;
 
 /** Whether A's scoring shows `address` punished, and its address banned from connecting. */
 async function punished(address: string): Promise<boolean> {
-  const records = (await ok(a, "sco_peerList")) as {
+  const records = (await rpc(a, "sco_peerList")) as {
     id: string;
     type: string;
     punishedUntil: number;
@@ -116,11 +93,11 @@ async function punished(address: string): Promise<boolean> {
 }
 
 async function stillFollowing(): Promise<void> {
-  await ok(a, "evm_mine");
-  const target = ((await ok(a, "eth_getBlockByNumber", ["latest", false])) as { hash: string })
+  await rpc(a, "evm_mine");
+  const target = ((await rpc(a, "eth_getBlockByNumber", ["latest", false])) as { hash: string })
     .hash;
   await until("the honest node to follow", async () => {
-    const h = (await ok(honest, "eth_getBlockByNumber", ["latest", false])) as { hash: string };
+    const h = (await rpc(honest, "eth_getBlockByNumber", ["latest", false])) as { hash: string };
     return h.hash === target ? true : undefined;
   });
 }
@@ -134,8 +111,8 @@ describe("a hostile peer", () => {
       pubsub.getSubscribers(blockTopic(NETWORK_ID)).length > 0 ? true : undefined,
     );
     // A child of the head whose merged-mining proof is its parent's: it commits to another hash.
-    const latest = (await ok(a, "eth_getBlockByNumber", ["latest", false])) as { hash: string };
-    const raw = (await ok(a, "nodex_getRawBlockHeaderByHash", [latest.hash])) as string;
+    const latest = (await rpc(a, "eth_getBlockByNumber", ["latest", false])) as { hash: string };
+    const raw = (await rpc(a, "nodex_getRawBlockHeaderByHash", [latest.hash])) as string;
     const parent = decodeHeader(hexToBytes(raw));
     const forged: BlockHeader = {
       ...parent,
@@ -150,7 +127,7 @@ describe("a hostile peer", () => {
     );
     await until("the ban", async () => ((await punished("127.0.0.22")) ? true : undefined));
     expect(a.logs()).toContain("Refused a gossiped block: invalid proof of work");
-    expect((await ok(a, "net_peerList")) as string[]).not.toContainEqual(
+    expect((await rpc(a, "net_peerList")) as string[]).not.toContainEqual(
       expect.stringContaining("127.0.0.22"),
     );
     // Banned: it cannot come back.
@@ -185,13 +162,13 @@ describe("a hostile peer", () => {
     expect(answered).toBeGreaterThanOrEqual(21);
     expect(answered).toBeLessThan(200);
     await until("the ban", async () => ((await punished("127.0.0.24")) ? true : undefined));
-    const summary = (await ok(a, "sco_reputationSummary")) as Record<string, number>;
+    const summary = (await rpc(a, "sco_reputationSummary")) as Record<string, number>;
     expect(summary.punishments).toBeGreaterThanOrEqual(3);
     expect(summary.badReputationCount).toBeGreaterThanOrEqual(3);
     await stillFollowing();
     // The honest node was never punished.
     expect(await punished("127.0.0.21")).toBe(false);
-    expect(((await ok(a, "net_peerList")) as string[]).join()).toContain("127.0.0.21");
+    expect(((await rpc(a, "net_peerList")) as string[]).join()).toContain("127.0.0.21");
     expect(
       (await send(a.url, { jsonrpc: "2.0", id: 1, method: "sco_bannedAddresses" })).json,
     ).toMatchObject({

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { call, cleanEnv, NODEX_BIN, type RunningNode, startNode } from "../helpers/node.js";
+import { p2pAddress } from "../helpers/p2p.js";
 
 // Testnet nodes at a test difficulty: the reference miner mines on one, the other follows it
 // over the network, checking every merged-mining proof, to the same head and state root.
@@ -10,14 +11,6 @@ const nodes: RunningNode[] = [];
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()));
 });
-
-function p2pAddress(node: RunningNode): string {
-  const line = node
-    .logs()
-    .split("\n")
-    .find((l) => l.includes('"msg":"P2P listening"'))!;
-  return (JSON.parse(line) as { addresses: string[] }).addresses[0]!;
-}
 
 function runMiner(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { keccak256, toUtf8Bytes, Wallet } from "ethers";
 import { afterAll, describe, expect, it } from "vitest";
 import { deployCode } from "../helpers/bytecode.js";
-import { call, type RunningNode, runCli, send, startNode } from "../helpers/node.js";
+import { type RunningNode, runCli, send, startNode } from "../helpers/node.js";
+import { p2pAddress, rpc, until } from "../helpers/p2p.js";
 
 // Node processes on a development network, each on its own loopback address so that bans by
 // address can be told apart: one mines, the others follow with --no-automine; transactions
@@ -38,38 +39,8 @@ async function start(host: string, args: string[] = [], network = "--devnet") {
   return node;
 }
 
-/** The node's p2p address with its peer id, from its start-up log. */
-function p2pAddress(node: RunningNode): string {
-  const line = node
-    .logs()
-    .split("\n")
-    .find((l) => l.includes('"msg":"P2P listening"'));
-  if (line === undefined) throw new Error(`no P2P line in:\n${node.logs()}`);
-  return (JSON.parse(line) as { addresses: string[] }).addresses[0]!;
-}
-
-async function ok(node: RunningNode, method: string, params: unknown[] = []): Promise<unknown> {
-  const res = await call(node.url, method, params);
-  if (res.error !== undefined) throw new Error(`${method} answered ${JSON.stringify(res.error)}`);
-  return res.result;
-}
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const head = async (node: RunningNode) =>
-  (await ok(node, "eth_getBlockByNumber", ["latest", false])) as {
+  (await rpc(node, "eth_getBlockByNumber", ["latest", false])) as {
     number: string;
     hash: string;
     stateRoot: string;
@@ -120,23 +91,23 @@ describe("a development network of node processes", () => {
     b = await start("127.0.0.3", ["--no-automine", "--bootnodes", p2pAddress(a)]);
     c = await start("127.0.0.4", ["--no-automine", "--bootnodes", p2pAddress(a)]);
     await until("B and C connected to A", async () =>
-      (await ok(a, "net_peerCount")) === "0x2" ? true : undefined,
+      (await rpc(a, "net_peerCount")) === "0x2" ? true : undefined,
     );
-    const peers = (await ok(a, "net_peerList")) as string[];
+    const peers = (await rpc(a, "net_peerList")) as string[];
     expect(peers.map((p) => p.split(" | ")[1]!.split(":")[0]).sort()).toEqual([
       "127.0.0.3",
       "127.0.0.4",
     ]);
     expect(peers[0]).toMatch(/^[0-9a-f]{8} \| 127\.0\.0\.\d:\d+$/);
-    expect(await ok(b, "net_listening")).toBe(true);
+    expect(await rpc(b, "net_listening")).toBe(true);
 
-    const hash = (await ok(c, "eth_sendRawTransaction", [
+    const hash = (await rpc(c, "eth_sendRawTransaction", [
       await signed({ to: "0x00000000000000000000000000000000000000aa", value: 5n }),
     ])) as string;
     const receipts = await Promise.all(
       [a, b, c].map((n) =>
         until(`the receipt on ${n.url}`, async () => {
-          const r = await ok(n, "eth_getTransactionReceipt", [hash]);
+          const r = await rpc(n, "eth_getTransactionReceipt", [hash]);
           return r === null ? undefined : (r as { blockHash: string; status: string });
         }),
       ),
@@ -144,7 +115,7 @@ describe("a development network of node processes", () => {
     expect(new Set(receipts.map((r) => r.blockHash)).size).toBe(1);
     expect(receipts[0]!.status).toBe("0x1");
     // B and C made no block of their own: the block is A's.
-    expect(await ok(b, "eth_mining")).toBe(false);
+    expect(await rpc(b, "eth_mining")).toBe(false);
   }, 60_000);
 
   it("a node started after A has 2,000 blocks syncs to the same head and state root", async () => {
@@ -158,7 +129,7 @@ describe("a development network of node processes", () => {
     const synced = await until(
       "D to sync",
       async () => {
-        const syncing = await ok(d, "eth_syncing");
+        const syncing = await rpc(d, "eth_syncing");
         if (syncing !== false) sawProgress ??= syncing as typeof sawProgress;
         const h = await head(d);
         return h.hash === target.hash && syncing === false ? h : undefined;
@@ -186,7 +157,7 @@ describe("a development network of node processes", () => {
     try {
       const first = await startNode({ network: "--devnet", datadir, args });
       await until("a few hundred blocks", async () => {
-        const syncing = (await ok(first, "eth_syncing")) as false | { currentBlock: string };
+        const syncing = (await rpc(first, "eth_syncing")) as false | { currentBlock: string };
         return syncing !== false && Number(syncing.currentBlock) >= 300 ? true : undefined;
       });
       first.process.kill("SIGKILL");
@@ -217,11 +188,11 @@ describe("a development network of node processes", () => {
 
   it("a partition made by bans heals onto the heavier side; the lighter side's logs come back removed", async () => {
     // B and C become miners on their own sides: B with A, C alone.
-    const contractTx = (await ok(a, "eth_sendRawTransaction", [
+    const contractTx = (await rpc(a, "eth_sendRawTransaction", [
       await signed({ data: deployCode(RUNTIME) }),
     ])) as string;
     const { contractAddress } = (await until("the contract", async () => {
-      const r = await ok(c, "eth_getTransactionReceipt", [contractTx]);
+      const r = await rpc(c, "eth_getTransactionReceipt", [contractTx]);
       return r === null ? undefined : r;
     })) as { contractAddress: string };
     await sameHead(a, c, "C to follow A");
@@ -231,17 +202,17 @@ describe("a development network of node processes", () => {
       [a, ["127.0.0.4"]],
       [b, ["127.0.0.4"]],
     ] as const)
-      for (const address of others) await ok(node, "sco_banAddress", [address]);
+      for (const address of others) await rpc(node, "sco_banAddress", [address]);
     await until("C alone", async () =>
-      (await ok(c, "net_peerCount")) === "0x0" ? true : undefined,
+      (await rpc(c, "net_peerCount")) === "0x0" ? true : undefined,
     );
-    expect(await ok(c, "sco_bannedAddresses")).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.5"]);
-    const filter = await ok(c, "eth_newFilter", [{ address: contractAddress }]);
+    expect(await rpc(c, "sco_bannedAddresses")).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.5"]);
+    const filter = await rpc(c, "eth_newFilter", [{ address: contractAddress }]);
     // The light side: C mines one block with a log.
     const ping = await signed({ to: contractAddress });
-    await ok(c, "eth_sendRawTransaction", [ping]);
-    await ok(c, "evm_mine");
-    const light = (await ok(c, "eth_getFilterChanges", [filter])) as {
+    await rpc(c, "eth_sendRawTransaction", [ping]);
+    await rpc(c, "evm_mine");
+    const light = (await rpc(c, "eth_getFilterChanges", [filter])) as {
       removed: boolean;
       transactionHash: string;
     }[];
@@ -254,10 +225,10 @@ describe("a development network of node processes", () => {
       [a, ["127.0.0.4"]],
       [b, ["127.0.0.4"]],
     ] as const)
-      for (const address of others) await ok(node, "sco_unbanAddress", [address]);
+      for (const address of others) await rpc(node, "sco_unbanAddress", [address]);
     const healed = await sameHead(a, c, "C to reorganize onto A's chain");
     expect(healed.hash).toBe((await head(a)).hash);
-    const changes = (await ok(c, "eth_getFilterChanges", [filter])) as {
+    const changes = (await rpc(c, "eth_getFilterChanges", [filter])) as {
       removed: boolean;
       transactionHash: string;
     }[];
@@ -308,6 +279,6 @@ describe("a development network of node processes", () => {
       .join("\n");
     // identify tells the other side's network id; when it cannot, the protocol it lacks.
     expect(refusal).toMatch(/network id 32, ours is 33|does not speak \/nodex\/33\/status\/1/);
-    expect(await ok(other, "net_peerCount")).toBe("0x0");
+    expect(await rpc(other, "net_peerCount")).toBe("0x0");
   }, 30_000);
 });
