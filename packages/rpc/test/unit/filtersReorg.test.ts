@@ -92,7 +92,7 @@ describe("log filters across a reorganization", () => {
     const first = await filters.changes(id);
     const hashOf = (block: Block) => bytesToHex(headerHash(block.header));
     const seen = (changes: readonly LogChange[]) =>
-      changes.map((c) => ({ block: bytesToHex(c.found.block.hash), removed: c.removed }));
+      changes.map((c) => ({ block: bytesToHex(c.found.blockHash), removed: c.removed }));
     expect(first.kind === "logs" && seen(first.changes)).toEqual([
       { block: hashOf(light[1]!), removed: false },
     ]);
