@@ -29,7 +29,9 @@ export const Bucket = {
    * Log index: kind byte (0 address, 1 + position for a topic) ‖ the 20-byte address or
    * 32-byte topic ‖ 8-byte big-endian block number → empty. One entry per distinct address and
    * per distinct (position, topic) among the logs of each canonical block, from the block
-   * `META` names under `logIndexStart` on.
+   * `META` names under `logIndexStart` on. Kind 0x10 ‖ 8-byte block number → the canonical
+   * block's log record (its hash, and each transaction with logs: index, hash, logs), from
+   * `logRecordStart` on: `eth_getLogs` reads it instead of the body and receipts.
    */
   LOG_INDEX: 0x0a,
 } as const;
