@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { blockLogs, type FoundLog, type HeadChange, type LogQuery } from "@nodex/chain";
-import { type BlockSelector, bytesToHex, type SignedTransaction } from "@nodex/types";
+import type { FoundLog, HeadChange, LogQuery } from "@nodex/chain";
+import { bytesToHex, type SignedTransaction } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
-import { logInRange } from "./logFilter.js";
+import { headChangeLogs } from "./logFilter.js";
 import type { ChainReaderService, NodeEvents } from "./services.js";
 
 export interface FilterOptions {
@@ -159,21 +159,14 @@ export class FilterManager {
     }
     if (logFilters.length === 0) return;
     this.#feed = this.#feed
-      .then(async () => {
-        const blocks = [
-          ...change.removed.map((block) => ({ block, removed: true })),
-          ...change.added.map((block) => ({ block, removed: false })),
-        ];
-        for (const { block, removed } of blocks) {
-          const receipts = await change.receipts(block);
-          if (receipts === undefined) continue;
-          for (const filter of logFilters) {
-            if (!logInRange(filter.query, block.block.header.number)) continue;
-            for (const found of blockLogs(block, receipts, filter.query))
-              push(filter.changes, { found, removed }, this.#opts.maxChanges);
-          }
-        }
-      })
+      .then(() =>
+        headChangeLogs(
+          change,
+          logFilters.map((f) => f.query),
+          (i, found, removed) =>
+            push(logFilters[i]!.changes, { found, removed }, this.#opts.maxChanges),
+        ),
+      )
       .catch(() => {});
   }
 

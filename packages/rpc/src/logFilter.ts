@@ -1,4 +1,4 @@
-import type { LogQuery } from "@nodex/chain";
+import { blockLogs, type FoundLog, type HeadChange, type LogQuery } from "@nodex/chain";
 import {
   type Address,
   type BlockSelector,
@@ -92,4 +92,29 @@ function bound(selector: BlockSelector): bigint | undefined {
   if (selector.kind === "number") return selector.number;
   if (selector.kind === "tag" && selector.tag === "earliest") return 0n;
   return undefined;
+}
+
+/**
+ * The logs a head change moves, in the order clients get them: those of the blocks that left
+ * the canonical chain (`removed`), then those of the blocks that joined it, each lowest block
+ * first. `visit` is called for each log each of `queries` matches (`index` names the query).
+ */
+export async function headChangeLogs(
+  change: HeadChange,
+  queries: readonly LogQuery[],
+  visit: (index: number, found: FoundLog, removed: boolean) => void,
+): Promise<void> {
+  const blocks = [
+    ...change.removed.map((block) => ({ block, removed: true })),
+    ...change.added.map((block) => ({ block, removed: false })),
+  ];
+  for (const { block, removed } of blocks) {
+    const receipts = await change.receipts(block);
+    if (receipts === undefined) continue;
+    for (let i = 0; i < queries.length; i++) {
+      const query = queries[i]!;
+      if (!logInRange(query, block.block.header.number)) continue;
+      for (const found of blockLogs(block, receipts, query)) visit(i, found, removed);
+    }
+  }
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { blockLogs, type HeadChange, type StoredBlock } from "@nodex/chain";
+import type { HeadChange, StoredBlock } from "@nodex/chain";
 import { bytesToHex, encodeQuantity, type Logger, type SignedTransaction } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
-import { logInRange } from "./logFilter.js";
+import { headChangeLogs } from "./logFilter.js";
 import { formatBlock, formatLog, formatTransaction } from "./modules/format.js";
 import type { NodeEvents, SubscriptionKind, SubscriptionRequest, SyncStatus } from "./services.js";
 
@@ -131,23 +131,18 @@ export class SubscriptionManager {
     const logSubs: [string, Subscription & { kind: "logs" }][] = [];
     for (const [id, sub] of this.#subs) if (sub.kind === "logs") logSubs.push([id, sub]);
     this.#logFeed = this.#logFeed
-      .then(async () => {
-        const blocks = [
-          ...change.removed.map((block) => ({ block, removed: true })),
-          ...change.added.map((block) => ({ block, removed: false })),
-        ];
-        for (const { block, removed } of blocks) {
-          const receipts = await change.receipts(block);
-          if (receipts === undefined) continue;
-          for (const [id, sub] of logSubs) {
+      .then(() =>
+        headChangeLogs(
+          change,
+          logSubs.map(([, sub]) => sub.query),
+          (i, found, removed) => {
+            const [id, sub] = logSubs[i]!;
             // Unsubscribed (or disconnected) while the receipts were read.
-            if (this.#subs.get(id) !== sub) continue;
-            if (!logInRange(sub.query, block.block.header.number)) continue;
-            for (const found of blockLogs(block, receipts, sub.query))
+            if (this.#subs.get(id) === sub)
               this.#send(sub.sink, id, JSON.stringify(formatLog(found, removed)));
-          }
-        }
-      })
+          },
+        ),
+      )
       .catch((err: unknown) => {
         this.#log.error("log subscriptions failed on a head change", {
           err: err instanceof Error ? (err.stack ?? err.message) : String(err),
