@@ -22,20 +22,23 @@ export interface ChainSource {
   receiptsByHash(hash: Uint8Array): Promise<readonly Receipt[] | undefined>;
 }
 
+/** The chain's best block, as the handshake and sync tell it. */
+export function chainHead(chain: Chain): ChainHead {
+  const head = chain.head;
+  return {
+    hash: head.hash,
+    number: head.block.header.number,
+    totalDifficulty: head.totalDifficulty,
+  };
+}
+
 /** A `ChainSource` over a `Chain`: its head, its canonical index and its block store. */
 export async function chainSourceOf(chain: Chain): Promise<ChainSource> {
   const genesisHash = await chain.getCanonicalHash(0n);
   if (genesisHash === undefined) throw new Error("the chain has no genesis block");
   return {
     genesisHash,
-    head: () => {
-      const head = chain.head;
-      return {
-        hash: head.hash,
-        number: head.block.header.number,
-        totalDifficulty: head.totalDifficulty,
-      };
-    },
+    head: () => chainHead(chain),
     headerByNumber: async (number) => {
       const hash = await chain.getCanonicalHash(number);
       return hash === undefined ? undefined : chain.getHeaderByHash(hash);

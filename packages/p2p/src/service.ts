@@ -5,7 +5,7 @@ import { peerIdFromString } from "@libp2p/peer-id";
 import type { Chain, HeadChange } from "@nodex/chain";
 import type { TxAdmission } from "@nodex/txpool";
 import { type BlockHeader, bytesToHex, type Logger } from "@nodex/types";
-import { chainSourceOf } from "./chainSource.js";
+import { chainHead, chainSourceOf } from "./chainSource.js";
 import { P2PErrorCode } from "./errors.js";
 import { Gossip, messageId } from "./gossip.js";
 import { P2PNetwork, type PeerFault, type PeerInfo } from "./network.js";
@@ -150,14 +150,7 @@ export class P2PService {
     const sync = new Synchronizer(
       network,
       {
-        head: () => {
-          const head = chain.head;
-          return {
-            hash: head.hash,
-            number: head.block.header.number,
-            totalDifficulty: head.totalDifficulty,
-          };
-        },
+        head: () => chainHead(chain),
         canonicalHash: (number) => chain.getCanonicalHash(number),
         checkSeal: deps.checkSeal,
         importBlock: (block) => chain.importBlock(block),
