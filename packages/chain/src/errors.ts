@@ -7,6 +7,8 @@ export const ChainErrorCode = {
   NOT_FOUND: "CHAIN_NOT_FOUND",
   /** A block a reader asked for by selector or hash is not in the chain (answered as -32602). */
   UNKNOWN_BLOCK: "CHAIN_UNKNOWN_BLOCK",
+  /** A transaction a reader asked for is not in the block it named (-32602). */
+  UNKNOWN_TRANSACTION: "CHAIN_UNKNOWN_TRANSACTION",
   /** A block asked for with `requireCanonical` is on a side branch (-32602). */
   NOT_CANONICAL: "CHAIN_NOT_CANONICAL",
   /** A block range whose start is after its end (-32602). */

@@ -22,6 +22,7 @@ export type { LocatedLog } from "./logRecords.js";
 export { mergedMiningRules, SYNTHETIC_SEALER } from "./mergedMining.js";
 export type { MineOptions, RejectedTransaction } from "./production.js";
 export {
+  BITCOIN_HEIGHT_WINDOW,
   blockLogs,
   ChainReader,
   type ChainReaderOptions,

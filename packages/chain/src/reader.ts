@@ -8,16 +8,19 @@ import {
   type Executor,
   intrinsicGas,
 } from "@nodex/evm";
-import type { WorldState } from "@nodex/state";
+import { coinbaseHeight } from "@nodex/mergemining";
+import { orderedTrieProof, type WorldState } from "@nodex/state";
 import {
   type Address,
   type BlockHeader,
   type BlockSelector,
   BlockTag,
   bytesToHex,
+  encodeReceipt,
   equalBytes,
   formatBlockSelector,
   type Hash32,
+  keccak256,
   type Log,
   type Receipt,
   type SignedTransaction,
@@ -38,6 +41,12 @@ export const LOG_INDEX_MIN_RANGE = 256n;
 /** Blocks of a range whose log records are looked up together: the first chunk, the largest. */
 const LOG_RECORD_FIRST_CHUNK = 64n;
 const LOG_RECORD_LAST_CHUNK = 1024n;
+/**
+ * `bitcoinBestChainHeight` reads the merged-mining proofs of the best block and this many
+ * blocks in all (the best block and its ancestors): about an hour of blocks at the chain's
+ * 30-second target, six Bitcoin blocks.
+ */
+export const BITCOIN_HEIGHT_WINDOW = 128;
 /** Read-only states (by state root) kept open for reuse by default. */
 export const DEFAULT_STATE_CACHE = 8;
 
@@ -515,6 +524,68 @@ export class ChainReader {
     const block = await this.chain.getBlockByHash(where.blockHash);
     const tx = block?.block.transactions[where.index];
     return block === undefined || tx === undefined ? null : { tx, block, index: where.index };
+  }
+
+  /**
+   * The receipt-trie nodes that prove the receipt of `txHash` in block `blockHash` (any block
+   * taken in, canonical or not), leaf first, as the reference node orders them: reversed, a
+   * root-first Merkle proof of key RLP(index) against the header's `receiptsRoot`. The trie is
+   * the one `receiptsRoot` is built from (`orderedTrieRoot` of the encoded receipts); the root
+   * of the proof is checked against the header before it is returned. Throws `UNKNOWN_BLOCK`
+   * for an unknown block, `UNKNOWN_TRANSACTION` for a transaction not in it, and `CORRUPT`
+   * when the block's receipts are missing or do not give its receipts root.
+   */
+  async receiptNodes(blockHash: Uint8Array, txHash: Uint8Array): Promise<Uint8Array[]> {
+    const block = await this.chain.getBlockByHash(blockHash);
+    if (block === undefined) {
+      throw new ChainError(
+        ChainErrorCode.UNKNOWN_BLOCK,
+        `block ${bytesToHex(blockHash)} not found`,
+      );
+    }
+    const txs = block.block.transactions;
+    const index = txs.findIndex((tx) => equalBytes(tx.hash, txHash));
+    if (index < 0) {
+      throw new ChainError(
+        ChainErrorCode.UNKNOWN_TRANSACTION,
+        `transaction ${bytesToHex(txHash)} is not in block ${bytesToHex(blockHash)}`,
+      );
+    }
+    const receipts = await this.chain.getReceipts(block.hash);
+    if (receipts === undefined || receipts.length !== txs.length) {
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `the receipts of block ${bytesToHex(blockHash)} are missing`,
+        { blockHash: bytesToHex(blockHash) },
+      );
+    }
+    const nodes = orderedTrieProof(receipts.map(encodeReceipt), index);
+    if (!equalBytes(keccak256(nodes[0]!), block.block.header.receiptsRoot)) {
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `the receipts of block ${bytesToHex(blockHash)} do not give its receipts root`,
+        { blockHash: bytesToHex(blockHash) },
+      );
+    }
+    return nodes.reverse();
+  }
+
+  /**
+   * The height of the best Bitcoin block the merged-mining proofs of the best block and its
+   * ancestors state (`BITCOIN_HEIGHT_WINDOW` blocks in all): the highest BIP34 height among
+   * their coinbases (`coinbaseHeight` of `@nodex/mergemining`: only a coinbase the proof keeps
+   * whole states one), or 0 when none states a height.
+   */
+  async bitcoinBestChainHeight(window = BITCOIN_HEIGHT_WINDOW): Promise<bigint> {
+    let best = 0n;
+    let header: BlockHeader | undefined = this.chain.head.block.header;
+    for (let i = 0; i < window && header !== undefined; i++) {
+      const height = coinbaseHeight(header.bitcoinMergedMiningCoinbaseTransaction);
+      if (height !== undefined && height > best) best = height;
+      if (header.number === 0n) break;
+      header = await this.chain.getHeaderByHash(header.parentHash);
+    }
+    return best;
   }
 
   async receipt(hash: Uint8Array): Promise<IncludedReceipt | null> {

@@ -1,3 +1,4 @@
+export { bip34Height, coinbaseHeight, encodeBip34Height } from "./bip34.js";
 export type { BitcoinHeader } from "./bitcoinHeader.js";
 export {
   BITCOIN_HEADER_SIZE,

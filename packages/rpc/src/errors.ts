@@ -66,6 +66,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [ChainErrorCode.MINING_SUBMISSION]: RPCErrorCode.MINING_SUBMISSION_FAILED,
   [ChainErrorCode.UNKNOWN_BLOCK]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.NOT_CANONICAL]: RPCErrorCode.INVALID_PARAMS,
+  [ChainErrorCode.UNKNOWN_TRANSACTION]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.INVALID_RANGE]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.RANGE_BEYOND_HEAD]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.LOGS_LIMIT]: RPCErrorCode.LOGS_LIMIT,

@@ -62,6 +62,13 @@ export interface ChainReaderService {
   receipt(hash: Uint8Array): Promise<IncludedReceipt | null>;
   /** A transaction waiting in the pool (pending or queued). */
   pendingTransaction(hash: Uint8Array): SignedTransaction | undefined;
+  /**
+   * The receipt-trie nodes proving a transaction's receipt in a block, leaf first; a domain
+   * error when the block is unknown or the transaction is not in it.
+   */
+  receiptNodes(blockHash: Uint8Array, txHash: Uint8Array): Promise<readonly Uint8Array[]>;
+  /** The best Bitcoin height the recent merged-mining proofs state (0 when none states one). */
+  bitcoinBestChainHeight(): Promise<bigint>;
 }
 
 /**

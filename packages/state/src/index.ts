@@ -3,6 +3,6 @@ export { Database, type WriteOp } from "./db/database.js";
 export { StateError, StateErrorCode } from "./errors.js";
 export { DEFAULT_TRIE_NODE_CACHE, NodeCache } from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";
-export { orderedTrieRoot } from "./orderedTrie.js";
+export { orderedTrieProof, orderedTrieRoot } from "./orderedTrie.js";
 export { type PruneResult, pruneTrieNodes } from "./pruner.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

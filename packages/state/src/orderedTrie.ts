@@ -20,14 +20,51 @@ type Item = Uint8Array | Item[];
  */
 export async function orderedTrieRoot(values: readonly Uint8Array[]): Promise<Uint8Array> {
   if (values.length === 0) return EMPTY_ROOT.slice();
+  // The root is hashed even when its encoding is shorter than 32 bytes.
+  return keccak256(RLP.encode(encodeNode(buildOrderedTrie(values))));
+}
+
+/**
+ * The Merkle proof of entry `index` of the ordered trie of `values` (the trie whose root
+ * `orderedTrieRoot` gives): the RLP of each node on the path to key RLP(index), root first, as
+ * `eth_getProof` orders its nodes. Nodes short enough to sit inline in their parent are not
+ * listed on their own (as geth's proofs). keccak256 of the first node is the root; an Ethereum
+ * verifier (`@ethereumjs/mpt` `verifyMerkleProof`) finds `values[index]` under key RLP(index).
+ */
+export function orderedTrieProof(values: readonly Uint8Array[], index: number): Uint8Array[] {
+  if (!Number.isSafeInteger(index) || index < 0 || index >= values.length) {
+    throw new RangeError(`entry ${index} is not in an ordered trie of ${values.length} values`);
+  }
+  const proof: Uint8Array[] = [];
+  let node: TrieNode | undefined = buildOrderedTrie(values);
+  let path: Nibbles = nibbles(RLP.encode(index));
+  let first = true;
+  while (node !== undefined) {
+    const encoded = RLP.encode(encodeNode(node));
+    if (first || encoded.length >= 32) proof.push(encoded);
+    first = false;
+    if (node.kind === "leaf") break;
+    if (node.kind === "extension") {
+      path = path.slice(node.path.length);
+      node = node.child;
+    } else {
+      if (path.length === 0) break;
+      node = node.children[path[0]!];
+      path = path.slice(1);
+    }
+  }
+  return proof;
+}
+
+/** The trie of `values` keyed by RLP(index), as plain objects. `values` is not empty. */
+function buildOrderedTrie(values: readonly Uint8Array[]): TrieNode {
   let root: TrieNode | undefined;
   for (let i = 0; i < values.length; i++) {
     // An empty value would mean "no entry" in a trie; transactions and receipts are never empty.
     if (values[i]!.length === 0) throw new RangeError(`value ${i} of an ordered trie is empty`);
     root = insert(root, nibbles(RLP.encode(i)), values[i]!);
   }
-  // The root is hashed even when its encoding is shorter than 32 bytes.
-  return keccak256(RLP.encode(encodeNode(root!)));
+  return root!;
 }
 
 function nibbles(key: Uint8Array): number[] {

@@ -169,6 +169,16 @@ export function ethChainModule(reader: ChainReaderService, transactions?: Transa
       handler: async (_s, [address, keys, block]) =>
         formatProof(await (await reader.state(block)).getProof(address, keys)),
     }),
+    // The reference node's shape. Nodex runs no bridge contract: nothing waits for signatures;
+    // the height is what the recent merged-mining proofs state (docs/rpc.md).
+    bridgeState: method({
+      params: [],
+      result: r.json,
+      handler: async () => ({
+        rskTxsWaitingForSignatures: [],
+        btcBlockchainBestChainHeight: Number(await reader.bitcoinBestChainHeight()),
+      }),
+    }),
     getTransactionByHash: method({
       params: [p.hash],
       result: r.json,

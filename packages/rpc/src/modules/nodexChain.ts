@@ -4,7 +4,7 @@ import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type { ChainReaderService } from "../services.js";
 
-/** The chain-specific raw views: header and receipt RLP. */
+/** The chain-specific raw views: header and receipt RLP, the receipt's trie nodes. */
 export function nodexChainModule(reader: ChainReaderService) {
   return defineModule("nodex", {
     getRawBlockHeaderByHash: method({
@@ -22,6 +22,14 @@ export function nodexChainModule(reader: ChainReaderService) {
         const found = await reader.resolve(block);
         return found === null ? null : bytesToHex(encodeHeader(found.block.header));
       },
+    }),
+    // The reference node's rsk_getTransactionReceiptNodesByHash: the nodes of the receipts
+    // trie (Ethereum's Merkle Patricia trie here) from the receipt's leaf up to the root.
+    getTransactionReceiptNodesByHash: method({
+      params: [p.hash, p.hash],
+      result: r.json,
+      handler: async (_s, [blockHash, txHash]) =>
+        (await reader.receiptNodes(blockHash, txHash)).map(bytesToHex),
     }),
     getRawTransactionReceiptByHash: method({
       params: [p.hash],

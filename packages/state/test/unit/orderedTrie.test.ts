@@ -1,9 +1,9 @@
-import { createMPT } from "@ethereumjs/mpt";
+import { createMerkleProof, createMPT, verifyMerkleProof } from "@ethereumjs/mpt";
 import { RLP } from "@ethereumjs/rlp";
-import { bytesToHex, hexToBytes } from "@nodex/types";
+import { bytesToHex, hexToBytes, keccak256 } from "@nodex/types";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { EMPTY_TRIE_ROOT, orderedTrieRoot } from "../../src/index.js";
+import { EMPTY_TRIE_ROOT, orderedTrieProof, orderedTrieRoot } from "../../src/index.js";
 
 async function mptRoot(values: readonly Uint8Array[]): Promise<Uint8Array> {
   const trie = await createMPT();
@@ -53,5 +53,58 @@ describe("orderedTrieRoot", () => {
     );
     const many = Array.from({ length: 1200 }, (_, i) => Uint8Array.of(i & 0xff, i >> 8, 7));
     expect(await orderedTrieRoot(many)).toEqual(await mptRoot(many));
+  });
+});
+
+describe("orderedTrieProof", () => {
+  it("refuses an index outside the values", () => {
+    expect(() => orderedTrieProof([Uint8Array.of(1)], 1)).toThrow(
+      "entry 1 is not in an ordered trie of 1 values",
+    );
+    expect(() => orderedTrieProof([Uint8Array.of(1)], -1)).toThrow(RangeError);
+  });
+
+  it("proves every entry to @ethereumjs/mpt's verifier, root first, as its own proofs", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: 120 }), { minLength: 1, maxLength: 300 }),
+        fc.nat(),
+        async (values, pick) => {
+          const index = pick % values.length;
+          const root = await orderedTrieRoot(values);
+          const proof = orderedTrieProof(values, index);
+          expect(keccak256(proof[0]!)).toEqual(root);
+          const key = RLP.encode(index);
+          expect(await verifyMerkleProof(key, proof, { root })).toEqual(values[index]);
+          // The same nodes as the trie library's own proof, less the ones it lists inline.
+          const trie = await createMPT();
+          for (let i = 0; i < values.length; i++) await trie.put(RLP.encode(i), values[i]!);
+          const theirs = (await createMerkleProof(trie, key)).filter(
+            (node, i) => i === 0 || node.length >= 32,
+          );
+          expect(proof.map(bytesToHex)).toEqual(theirs.map(bytesToHex));
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it("proves receipt-sized entries of a 1,200-entry list (three-byte keys)", async () => {
+    const values = Array.from({ length: 1200 }, (_, i) => new Uint8Array(300).fill(i & 0xff));
+    const root = await orderedTrieRoot(values);
+    for (const index of [0, 1, 127, 128, 255, 256, 1199]) {
+      const proof = orderedTrieProof(values, index);
+      expect(await verifyMerkleProof(RLP.encode(index), proof, { root })).toEqual(values[index]);
+    }
+  });
+
+  it("fails verification against another root or for another key", async () => {
+    const values = [Uint8Array.of(1, 2, 3), new Uint8Array(40).fill(9), new Uint8Array(50)];
+    const proof = orderedTrieProof(values, 1);
+    const other = await orderedTrieRoot([...values, Uint8Array.of(4)]);
+    await expect(verifyMerkleProof(RLP.encode(1), proof, { root: other })).rejects.toThrow();
+    const root = await orderedTrieRoot(values);
+    expect(await verifyMerkleProof(RLP.encode(1), proof, { root })).toEqual(values[1]);
+    expect(await verifyMerkleProof(RLP.encode(1), proof, { root })).not.toEqual(values[2]);
   });
 });
