@@ -20,6 +20,7 @@ import { commonForEVM } from "./common.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
+import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
 
 /** The Ethereum fork whose opcodes and precompiles the chain runs (PUSH0, MCOPY, transient storage). */
 export const EVM_HARDFORK = Hardfork.Cancun;
@@ -138,7 +139,10 @@ export class Executor {
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
     const Interpreter = await findInterpreter(evm);
-    if (Interpreter !== undefined) installJumpAnalysisCache(Interpreter);
+    if (Interpreter !== undefined) {
+      installJumpAnalysisCache(Interpreter);
+      installStepHook(Interpreter);
+    }
     return evm;
   }
 
@@ -164,12 +168,14 @@ export class Executor {
   /**
    * Runs a signed transaction on `state` in `block`, after `gasUsedBefore` gas of earlier
    * transactions. Throws `ExecutionError` when the transaction cannot be included at all.
+   * A `tracer` hears the transaction's frames and steps (`tracing.ts`).
    */
   async executeTransaction(
     state: WorldState,
     tx: SignedTransaction,
     block: BlockContext,
     gasUsedBefore: bigint,
+    tracer?: ExecutionTracer,
   ): Promise<TransactionOutcome> {
     const evm = await this.#evmFor(state);
     const caller = new EJSAddress(tx.from);
@@ -202,6 +208,7 @@ export class Executor {
     await evm.journal.cleanup();
     this.#warm(evm, tx.from, tx.to, block.coinbase);
 
+    const reader = tracer === undefined ? undefined : stateReader(evm);
     const account = (await state.manager.getAccount(caller)) ?? new Account();
     if (account.nonce > tx.nonce) {
       throw new ExecutionError(
@@ -222,21 +229,42 @@ export class Executor {
         `insufficient funds for gas * price + value: address ${from} have ${account.balance} want ${upfront + tx.value}`,
       );
     }
+    if (tracer !== undefined && reader !== undefined)
+      await tracer.txStart?.(
+        {
+          from: tx.from,
+          to: tx.to,
+          value: tx.value,
+          gasLimit: tx.gasLimit,
+          gasPrice: tx.gasPrice,
+          input: tx.data,
+          intrinsicGas: intrinsic,
+          coinbase: block.coinbase,
+        },
+        reader,
+      );
     account.balance -= upfront;
     account.nonce += 1n;
     await evm.journal.putAccount(caller, account);
 
-    const result = await evm.runCall({
-      block: evmBlock(block),
-      gasPrice: tx.gasPrice,
-      caller,
-      origin: caller,
-      gasLimit: tx.gasLimit - intrinsic,
-      ...(tx.to === null ? {} : { to: new EJSAddress(tx.to) }),
-      value: tx.value,
-      data: tx.data,
-      skipNonceIncrement: true,
-    });
+    const attached =
+      tracer === undefined || reader === undefined ? undefined : attachTracer(evm, tracer, reader);
+    let result: EVMResult;
+    try {
+      result = await evm.runCall({
+        block: evmBlock(block),
+        gasPrice: tx.gasPrice,
+        caller,
+        origin: caller,
+        gasLimit: tx.gasLimit - intrinsic,
+        ...(tx.to === null ? {} : { to: new EJSAddress(tx.to) }),
+        value: tx.value,
+        data: tx.data,
+        skipNonceIncrement: true,
+      });
+    } finally {
+      attached?.detach();
+    }
 
     let gasUsed = intrinsic + result.execResult.executionGasUsed;
     const refund = result.execResult.gasRefund ?? 0n;
@@ -267,13 +295,25 @@ export class Executor {
     const bloom = logsBloom(logs);
     const cumulativeGasUsed = gasUsedBefore + gasUsed;
     const status = failed ? 0 : 1;
+    const created = tx.to === null && !failed ? contractAddress(tx.from, tx.nonce) : null;
+    if (tracer !== undefined && reader !== undefined)
+      await tracer.txEnd?.(
+        {
+          gasUsed,
+          executionGasUsed: result.execResult.executionGasUsed,
+          returnValue: result.execResult.returnValue,
+          error: result.execResult.exceptionError?.error,
+          contractAddress: created,
+        },
+        reader,
+      );
     return {
       status,
       gasUsed,
       cumulativeGasUsed,
       fee,
       logs,
-      contractAddress: tx.to === null && !failed ? contractAddress(tx.from, tx.nonce) : null,
+      contractAddress: created,
       returnValue: result.execResult.returnValue,
       error: result.execResult.exceptionError?.error,
       receipt: { status, cumulativeGasUsed, logsBloom: bloom, logs },

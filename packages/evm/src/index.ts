@@ -6,6 +6,17 @@ export {
   logsBloom,
   orBloom,
 } from "./bloom.js";
+export {
+  type CallFrame,
+  type CallTrace,
+  CallTracer,
+  type CallTracerOptions,
+  type GethCallFrame,
+  type ParityTrace,
+  type TraceLocation,
+  toGethCallFrame,
+  toParityTraces,
+} from "./callTracer.js";
 export { ExecutionError, ExecutionErrorCode } from "./errors.js";
 export {
   type BlockContext,
@@ -17,4 +28,28 @@ export {
   MAX_INITCODE_SIZE,
   type TransactionOutcome,
 } from "./executor.js";
+export {
+  type PrestateAccount,
+  type PrestateResult,
+  PrestateTracer,
+} from "./prestateTracer.js";
 export { decodeRevertReason } from "./revert.js";
+export {
+  STRUCT_LOG_LIMIT_BYTES,
+  type StructLog,
+  StructLogger,
+  type StructLoggerOptions,
+  type StructLogResult,
+} from "./structLogger.js";
+export { gethError, parityError } from "./traceErrors.js";
+export {
+  CallKind,
+  type ExecutionTracer,
+  type FrameEnd,
+  type FrameStart,
+  TraceAbort,
+  type TraceStateReader,
+  type TraceStep,
+  type TxEnd,
+  type TxStart,
+} from "./tracing.js";
