@@ -39,6 +39,7 @@ export {
   type PendingBlock,
   type PendingSource,
 } from "./reader.js";
+export { replayBlock, type TracedTransaction } from "./replay.js";
 export {
   type ConsensusRules,
   checkHeader,

@@ -5,6 +5,7 @@ import {
   bloomHasBits,
   type CallOutcome,
   type CallRequest,
+  type ExecutionTracer,
   type Executor,
   intrinsicGas,
 } from "@nodex/evm";
@@ -31,6 +32,7 @@ import type { Chain } from "./chain.js";
 import { ChainError, ChainErrorCode } from "./errors.js";
 import { LogIndexKind } from "./logIndex.js";
 import { type LocatedLog, matchLogs } from "./logRecords.js";
+import { replayBlock, type TracedTransaction } from "./replay.js";
 
 /** Block ranges up to this many blocks return every matching log (the spec's limits). */
 export const LOGS_UNCAPPED_RANGE = 2000n;
@@ -586,6 +588,35 @@ export class ChainReader {
       header = await this.chain.getHeaderByHash(header.parentHash);
     }
     return best;
+  }
+
+  /**
+   * Runs transaction `hash` again in its block (on the parent's state, after the transactions
+   * before it) with a tracer from `make`; `null` when the transaction is unknown. `ChainError`
+   * `STATE_MISSING` when the parent's state is no longer kept.
+   */
+  async traceTransaction<T extends ExecutionTracer>(
+    hash: Uint8Array,
+    make: (found: IncludedTransaction) => T,
+  ): Promise<{ readonly found: IncludedTransaction; readonly tracer: T } | null> {
+    const found = await this.transaction(hash);
+    if (found === null) return null;
+    const traced = await replayBlock(
+      this.chain,
+      this.#executor,
+      found.block,
+      () => make(found),
+      found.index,
+    );
+    return { found, tracer: traced[0]!.tracer };
+  }
+
+  /** Runs every transaction of `block` again, each with a tracer from `make`. */
+  traceBlock<T extends ExecutionTracer>(
+    block: StoredBlock,
+    make: (tx: SignedTransaction, index: number) => T,
+  ): Promise<TracedTransaction<T>[]> {
+    return replayBlock(this.chain, this.#executor, block, make);
   }
 
   async receipt(hash: Uint8Array): Promise<IncludedReceipt | null> {
