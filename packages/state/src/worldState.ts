@@ -150,9 +150,22 @@ export class WorldState {
     return this.manager.getStateRoot();
   }
 
+  /**
+   * The account's proof and one storage proof per slot, in order (EIP-1186). An absent account
+   * has an exclusion proof, the empty account's fields and, for each slot, value 0 with no
+   * nodes (its storage trie is empty: there is nothing to prove from), as geth answers.
+   */
   async getProof(address: Address, slots: readonly Uint8Array[]): Promise<StateProof> {
     const proof = await getMerkleStateProof(this.manager, new EJSAddress(address), [...slots]);
     const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex.slice(2), "hex"));
+    // The library lists no storage proofs for an absent account.
+    if (proof.storageProof.length !== slots.length) {
+      proof.storageProof = slots.map((slot) => ({
+        key: `0x${Buffer.from(slot).toString("hex")}`,
+        value: "0x0",
+        proof: [],
+      }));
+    }
     return {
       address,
       balance: BigInt(proof.balance),

@@ -120,4 +120,23 @@ describe("WorldState on LevelDB", () => {
     expect(keccak256(proof.accountProof[0]!)).toEqual(root);
     expect(keccak256(proof.storageProof[0]!.proof[0]!)).toEqual(proof.storageHash);
   });
+
+  it("proves an absent account, with one empty storage proof per slot asked", async () => {
+    const store = new NodeStore(db);
+    const state = await WorldState.open(store);
+    await state.setBalance(TOKEN, 1n);
+    const root = await commitTo(db, store, state);
+    const absent = hexToBytes("0x00000000000000000000000000000000000b0b0b") as Address;
+    const proof = await state.getProof(absent, [slot(3), slot(4)]);
+    expect(proof.balance).toBe(0n);
+    expect(proof.storageHash).toEqual(EMPTY_TRIE_ROOT);
+    expect(proof.storageProof).toEqual([
+      { key: slot(3), value: 0n, proof: [] },
+      { key: slot(4), value: 0n, proof: [] },
+    ]);
+    expect(keccak256(proof.accountProof[0]!)).toEqual(root);
+    expect(
+      await verifyMerkleProof(keccak256(absent), [...proof.accountProof], { root }),
+    ).toBeNull();
+  });
 });
