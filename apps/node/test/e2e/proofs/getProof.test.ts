@@ -170,9 +170,19 @@ describe("the mapping-slot rule (docs/rpc.md's worked example)", () => {
     });
     const answer = (res.json as { result: AccountProof }).result;
     expect(answer.address).toBe(EXAMPLE.contract);
-    expect(answer.storageProof).toHaveLength(1);
-    expect(answer.storageProof[0]!.key).toBe(EXAMPLE.key);
-    expect(answer.storageProof[0]!.value).toBe(EXAMPLE.value);
+    // The answer docs/rpc.md shows: one slot, so the storage proof is one leaf node.
+    expect(answer.storageProof).toEqual([
+      {
+        key: EXAMPLE.key,
+        value: EXAMPLE.value,
+        proof: ["0xe6a120d1f4cf23a40eba68d7293fec5b4149220933c8fb1ebe12bbd12effdcb867f3ab838203e8"],
+      },
+    ]);
+    expect(answer.storageHash).toBe(
+      "0x6ad1786b5988060e274da6e6596718857797940ce399653c9a20a8edb4661af1",
+    );
+    expect(keccak256(answer.storageProof[0]!.proof[0]!)).toBe(answer.storageHash);
+    expect(answer.nonce).toBe("0x1");
     // Proven against the state root of latest, and read the two other ways.
     const latest = await block("latest");
     expect(await verifyAccount(answer, latest.stateRoot)).toBe(true);
