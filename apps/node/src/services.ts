@@ -105,6 +105,8 @@ export function createCore(
     accounts: wallet ?? { list: listAccounts },
     ...(wallet === undefined ? {} : { wallet }),
     reader,
+    // debug_trace* and trace_* (the debug and trace modules, off unless --rpc-modules names them)
+    tracing: reader,
     transactions: producer,
     pool,
     dev: producer,

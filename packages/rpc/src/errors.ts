@@ -1,4 +1,5 @@
 import { ChainErrorCode } from "@nodex/chain";
+import { TraceAbortCode } from "@nodex/evm";
 import { MinerErrorCode } from "@nodex/miner";
 import { StateErrorCode } from "@nodex/state";
 import { TxPoolErrorCode } from "@nodex/txpool";
@@ -70,6 +71,8 @@ const domainCodes: Readonly<Record<string, number>> = {
   [ChainErrorCode.INVALID_RANGE]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.RANGE_BEYOND_HEAD]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.LOGS_LIMIT]: RPCErrorCode.LOGS_LIMIT,
+  [TraceAbortCode.DEADLINE]: RPCErrorCode.LIMIT_EXCEEDED,
+  [TraceAbortCode.LIMIT]: RPCErrorCode.LIMIT_EXCEEDED,
   ...poolCodes,
   [TxPoolErrorCode.CHAIN_ID_MISMATCH]: RPCErrorCode.INVALID_PARAMS,
   [MinerErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,

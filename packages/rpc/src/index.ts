@@ -13,7 +13,9 @@ export { HttpApp } from "./http/app.js";
 export { chooseTransport } from "./http/index.js";
 export { createNodeHttpTransport } from "./http/nodeHttp.js";
 export type { HttpTransport, HttpTransportFactory } from "./http/transport.js";
+export { parseTraceConfig, type TraceConfig, type TraceLimits } from "./modules/debug.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
+export { MAX_TRACES_PER_REQUEST, parseTraceFilter, type TraceFilter } from "./modules/trace.js";
 export {
   defaultRPCOptions,
   HOSTED_DEFAULT_TIMEOUT_MS,
@@ -59,6 +61,7 @@ export type {
   SubscriptionKind,
   SubscriptionRequest,
   SyncStatus,
+  TracingService,
   TransactionService,
   WalletService,
 } from "./services.js";

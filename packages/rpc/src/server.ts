@@ -4,6 +4,7 @@ import { FilterManager } from "./filters.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
+import { debugTraceModule } from "./modules/debug.js";
 import { ethAccountsModule } from "./modules/ethAccounts.js";
 import { ethChainModule } from "./modules/ethChain.js";
 import { evmModule } from "./modules/evm.js";
@@ -15,6 +16,7 @@ import { personalModule } from "./modules/personal.js";
 import { rpcModule } from "./modules/rpc.js";
 import { scoModule, wireQueueModule } from "./modules/sco.js";
 import { subscribeModule } from "./modules/subscribe.js";
+import { traceModule } from "./modules/trace.js";
 import { txpoolModules } from "./modules/txpool.js";
 import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
@@ -74,6 +76,16 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const { peers } = deps.services;
   if (peers.wireQueueSize !== undefined)
     chainModules.push(wireQueueModule(peers as typeof peers & { wireQueueSize(): number }));
+  const timeoutMs = opts.timeoutMs > 0 ? opts.timeoutMs : hosted ? HOSTED_DEFAULT_TIMEOUT_MS : 0;
+  const { tracing } = deps.services;
+  if (reader !== undefined && tracing !== undefined) {
+    // Tracers stop at the request's time budget instead of running on after its answer.
+    const limits = { timeoutMs };
+    chainModules.push(
+      debugTraceModule(reader, tracing, limits),
+      traceModule(reader, tracing, limits),
+    );
+  }
   if (wallet !== undefined) {
     const node =
       reader === undefined || transactions === undefined ? undefined : { reader, transactions };
@@ -90,7 +102,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     {
       maxBatchSize: opts.maxBatchSize,
       maxResponseBytes: opts.maxResponseBytes,
-      timeoutMs: opts.timeoutMs > 0 ? opts.timeoutMs : hosted ? HOSTED_DEFAULT_TIMEOUT_MS : 0,
+      timeoutMs,
     },
     { registry, services: deps.services, logger: log },
   );

@@ -5,8 +5,9 @@ import type {
   IncludedTransaction,
   LogQuery,
   StoredBlock,
+  TracedTransaction,
 } from "@nodex/chain";
-import type { CallOutcome, CallRequest } from "@nodex/evm";
+import type { CallOutcome, CallRequest, ExecutionTracer } from "@nodex/evm";
 import type { WorldState } from "@nodex/state";
 import type {
   Address,
@@ -238,6 +239,22 @@ export interface WalletService extends AccountsView {
  * Everything method handlers may use. `apps/node` builds it from the real packages;
  * each handler names the parts it needs.
  */
+/**
+ * Transactions run again with a tracer (`debug_trace*`, `trace_*`), on the state of kept
+ * blocks. The chain package's `ChainReader` implements it.
+ */
+export interface TracingService {
+  /** `null` when the transaction is unknown. */
+  traceTransaction<T extends ExecutionTracer>(
+    hash: Uint8Array,
+    make: (found: IncludedTransaction) => T,
+  ): Promise<{ readonly found: IncludedTransaction; readonly tracer: T } | null>;
+  traceBlock<T extends ExecutionTracer>(
+    block: StoredBlock,
+    make: (tx: SignedTransaction, index: number) => T,
+  ): Promise<TracedTransaction<T>[]>;
+}
+
 export interface RPCServices {
   readonly network: NetworkPreset;
   /** `Nodex/v<version>/<os>-<arch>/node<version>`. */
@@ -262,6 +279,8 @@ export interface RPCServices {
   readonly miner?: MinerService;
   /** Peer scoring and bans; the `sco_` methods are served when present. */
   readonly scoring?: ScoringView;
+  /** With `reader`, the `debug_trace*` and `trace_*` methods are served when present. */
+  readonly tracing?: TracingService;
 }
 
 /** What a handler knows about the request it serves. */

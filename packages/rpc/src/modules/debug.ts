@@ -1,0 +1,195 @@
+import {
+  ChainError,
+  ChainErrorCode,
+  type IncludedTransaction,
+  type StoredBlock,
+} from "@nodex/chain";
+import {
+  CallTracer,
+  type ExecutionTracer,
+  PrestateTracer,
+  StructLogger,
+  toGethCallFrame,
+} from "@nodex/evm";
+import { bytesToHex, CodecError, type SignedTransaction } from "@nodex/types";
+import { jsonType, type ParamSpec, p } from "../params.js";
+import { defineModule, method } from "../registry.js";
+import { r } from "../results.js";
+import type { ChainReaderService, TracingService } from "../services.js";
+
+/** The options of `debug_trace*`, decoded. */
+export interface TraceConfig {
+  readonly tracer: "structLogger" | "callTracer" | "prestateTracer";
+  readonly disableStack: boolean;
+  readonly disableMemory: boolean;
+  readonly disableStorage: boolean;
+  readonly enableReturnData: boolean;
+  readonly onlyTopCall: boolean;
+  readonly diffMode: boolean;
+}
+
+const DEFAULT_TRACE_CONFIG: TraceConfig = {
+  tracer: "structLogger",
+  disableStack: false,
+  disableMemory: false,
+  disableStorage: false,
+  enableReturnData: false,
+  onlyTopCall: false,
+  diffMode: false,
+};
+
+const FLAGS = [
+  "disableStack",
+  "disableMemory",
+  "disableStorage",
+  "enableReturnData",
+  "onlyTopCall",
+  "diffMode",
+] as const;
+
+/**
+ * Geth's trace options: `tracer` (`callTracer`, `prestateTracer`; absent for the struct
+ * logger), `disableStack`, `disableMemory`, `disableStorage`, `enableReturnData`, and the
+ * tracer's `tracerConfig` (`onlyTopCall`, `diffMode`), whose keys are also taken at the top
+ * level as the reference node does. Other keys (`enableMemory`, `timeout`, …) are ignored.
+ */
+export function parseTraceConfig(value: unknown, arg: number): TraceConfig {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new CodecError(arg, `expected a trace options object, got ${jsonType(value)}`);
+  const raw = value as Record<string, unknown>;
+  const inner = raw.tracerConfig;
+  if (inner !== undefined && inner !== null && (typeof inner !== "object" || Array.isArray(inner)))
+    throw new CodecError(arg, `tracerConfig: expected an object, got ${jsonType(inner)}`);
+  const merged: Record<string, unknown> = { ...raw, ...((inner as object | null) ?? {}) };
+  const flags: Record<(typeof FLAGS)[number], boolean> = { ...DEFAULT_TRACE_CONFIG };
+  for (const flag of FLAGS) {
+    const v = merged[flag];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== "boolean")
+      throw new CodecError(arg, `${flag}: expected a boolean, got ${jsonType(v)}`);
+    flags[flag] = v;
+  }
+  const name = raw.tracer;
+  let tracer: TraceConfig["tracer"];
+  if (name === undefined || name === null || name === "") tracer = "structLogger";
+  else if (name === "callTracer" || name === "prestateTracer") tracer = name;
+  else
+    throw new CodecError(
+      arg,
+      `tracer ${JSON.stringify(name)} is not supported: use callTracer, prestateTracer or no tracer (the struct logger)`,
+    );
+  return { ...flags, tracer };
+}
+
+const traceConfig: ParamSpec<TraceConfig> = p.optional(
+  { name: "trace options", parse: parseTraceConfig, optional: false, defaultValue: undefined },
+  DEFAULT_TRACE_CONFIG,
+);
+
+export interface TraceLimits {
+  /** The request's time budget (the dispatcher's); 0 for none. */
+  readonly timeoutMs: number;
+  /** The most a struct-log trace (of a transaction or of a block) may capture, in JSON bytes. */
+  readonly structLogBytes?: number;
+}
+
+type AnyTracer = StructLogger | CallTracer | PrestateTracer;
+
+/** The tracers of one request: one per transaction, sharing a deadline and a size budget. */
+function tracerFactory(config: TraceConfig, limits: TraceLimits): () => AnyTracer {
+  const deadline = limits.timeoutMs > 0 ? Date.now() + limits.timeoutMs : 0;
+  const budget = { used: 0 };
+  return () => {
+    switch (config.tracer) {
+      case "callTracer":
+        return new CallTracer({ deadline });
+      case "prestateTracer":
+        return new PrestateTracer({ diffMode: config.diffMode });
+      default:
+        return new StructLogger({
+          disableStack: config.disableStack,
+          disableMemory: config.disableMemory,
+          disableStorage: config.disableStorage,
+          enableReturnData: config.enableReturnData,
+          deadline,
+          budget,
+          ...(limits.structLogBytes === undefined ? {} : { limitBytes: limits.structLogBytes }),
+        });
+    }
+  };
+}
+
+function resultOf(tracer: AnyTracer, config: TraceConfig): unknown {
+  if (tracer instanceof CallTracer)
+    return toGethCallFrame(tracer.result(), { onlyTopCall: config.onlyTopCall });
+  return tracer.result();
+}
+
+async function traceBlock(
+  tracing: TracingService,
+  block: StoredBlock,
+  config: TraceConfig,
+  limits: TraceLimits,
+): Promise<{ txHash: string; result: unknown }[]> {
+  const make = tracerFactory(config, limits);
+  const traced = await tracing.traceBlock<ExecutionTracer & AnyTracer>(
+    block,
+    (_tx: SignedTransaction) => make(),
+  );
+  return traced.map(({ tx, tracer }) => ({
+    txHash: bytesToHex(tx.hash),
+    result: resultOf(tracer, config),
+  }));
+}
+
+/**
+ * The `debug_trace*` methods in geth's formats: the struct logger by default, `callTracer`
+ * and `prestateTracer`. Blocks answer `[{txHash, result}]`. An unknown transaction is `null`;
+ * an unknown block is -32602.
+ */
+export function debugTraceModule(
+  reader: ChainReaderService,
+  tracing: TracingService,
+  limits: TraceLimits,
+) {
+  return defineModule("debug", {
+    traceTransaction: method({
+      params: [p.hash, traceConfig],
+      result: r.json,
+      handler: async (_s, [hash, config]) => {
+        const make = tracerFactory(config, limits);
+        const traced = await tracing.traceTransaction<ExecutionTracer & AnyTracer>(
+          hash,
+          (_found: IncludedTransaction) => make(),
+        );
+        return traced === null ? null : resultOf(traced.tracer, config);
+      },
+    }),
+    traceBlockByHash: method({
+      params: [p.hash, traceConfig],
+      result: r.json,
+      handler: async (_s, [hash, config]) => {
+        const block = await reader.blockByHash(hash);
+        if (block === null) throw unknownBlock(bytesToHex(hash));
+        return traceBlock(tracing, block, config, limits);
+      },
+    }),
+    traceBlockByNumber: method({
+      params: [p.blockNumberOrTag, traceConfig],
+      result: r.json,
+      handler: async (_s, [selector, config]) => {
+        const block = await reader.resolve(selector);
+        if (block === null)
+          throw unknownBlock(selector.kind === "number" ? `#${selector.number}` : "");
+        return traceBlock(tracing, block, config, limits);
+      },
+    }),
+  });
+}
+
+function unknownBlock(which: string): ChainError {
+  return new ChainError(
+    ChainErrorCode.UNKNOWN_BLOCK,
+    `block ${which} not found`.replace("  ", " "),
+  );
+}
