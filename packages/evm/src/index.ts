@@ -48,6 +48,7 @@ export {
   type FrameEnd,
   type FrameStart,
   TraceAbort,
+  TraceAbortCode,
   type TraceStateReader,
   type TraceStep,
   type TxEnd,

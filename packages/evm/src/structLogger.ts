@@ -19,6 +19,8 @@ export interface StructLoggerOptions {
    * trace stops with `TraceAbort("limit")`. `STRUCT_LOG_LIMIT_BYTES` when absent.
    */
   readonly limitBytes?: number;
+  /** Shared by the loggers of one request (a block's transactions): the bytes captured so far. */
+  readonly budget?: { used: number };
   /** A `Date.now()` past which the trace stops with `TraceAbort("deadline")`; 0 for none. */
   readonly deadline?: number;
 }
@@ -73,12 +75,13 @@ export class StructLogger implements ExecutionTracer {
   readonly #storage = new Map<string, Record<string, string>>();
   /** Index of the last log of each open frame, innermost last. */
   readonly #lastOfFrame: number[] = [];
-  #bytes = 0;
+  readonly #budget: { used: number };
   #end: TxEnd | undefined;
 
   constructor(opts: StructLoggerOptions = {}) {
     this.#opts = opts;
     this.#limit = opts.limitBytes ?? STRUCT_LOG_LIMIT_BYTES;
+    this.#budget = opts.budget ?? { used: 0 };
   }
 
   enter(): void {
@@ -149,8 +152,8 @@ export class StructLogger implements ExecutionTracer {
       }
     }
     if (step.refund > 0n) log.refund = Number(step.refund);
-    this.#bytes += bytes;
-    if (this.#bytes > this.#limit) {
+    this.#budget.used += bytes;
+    if (this.#budget.used > this.#limit) {
       throw new TraceAbort(
         "limit",
         `the trace is larger than ${this.#limit} bytes; trace with disableMemory or disableStack, or with the callTracer`,

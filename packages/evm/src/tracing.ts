@@ -1,5 +1,6 @@
 import type { EVM } from "@ethereumjs/evm";
 import { Address as EJSAddress } from "@ethereumjs/util";
+import { NodexError } from "@nodex/types";
 
 /** How a call frame was entered, in geth's names. */
 export const CallKind = {
@@ -103,11 +104,19 @@ export interface ExecutionTracer {
   txEnd?(end: TxEnd, state: TraceStateReader): void | Promise<void>;
 }
 
+export const TraceAbortCode = {
+  /** The trace ran over its time budget. */
+  DEADLINE: "EVM_TRACE_DEADLINE",
+  /** The trace grew past its size limit. */
+  LIMIT: "EVM_TRACE_LIMIT",
+} as const;
+export type TraceAbortCode = (typeof TraceAbortCode)[keyof typeof TraceAbortCode];
+
 /** Thrown by a tracer to stop execution (deadline, size limit). Not an EVM halt: it propagates. */
-export class TraceAbort extends Error {
+export class TraceAbort extends NodexError<TraceAbortCode> {
   readonly reason: "deadline" | "limit";
   constructor(reason: "deadline" | "limit", message: string) {
-    super(message);
+    super(reason === "deadline" ? TraceAbortCode.DEADLINE : TraceAbortCode.LIMIT, message);
     this.name = "TraceAbort";
     this.reason = reason;
   }
