@@ -7,26 +7,29 @@ import {
   RSK_TAG,
   SYNTHETIC_VERSION,
 } from "@nodex/mergemining";
+import { Bucket } from "@nodex/state";
 import {
   type BlockHeader,
   bytesToHex,
   deriveDevAccounts,
   encodeReceipt,
+  encodeReceiptList,
   type Hash32,
   keccak256,
+  nullLogger,
   signTransaction,
 } from "@nodex/types";
 import { describe, expect, it } from "vitest";
 import {
   BITCOIN_HEIGHT_WINDOW,
   type BlockSealer,
-  type Chain,
+  Chain,
   ChainError,
   ChainErrorCode,
   ChainReader,
   SYNTHETIC_SEALER,
 } from "../../src/index.js";
-import { chainFactory, executor, MINER } from "./fixtures.js";
+import { chainFactory, databaseOf, executor, MINER, network } from "./fixtures.js";
 
 const makeChain = chainFactory();
 const [alice, bob] = deriveDevAccounts();
@@ -83,6 +86,52 @@ describe("ChainReader.receiptNodes", () => {
     const nodes = await readerOf(chain).receiptNodes(mined.hash, mined.block.transactions[0]!.hash);
     expect(nodes).toHaveLength(1);
     expect(keccak256(nodes[0]!)).toEqual(mined.block.header.receiptsRoot);
+  });
+
+  it("proves a receipt of a side block (not canonical) against its own root", async () => {
+    const chain = await makeChain();
+    await chain.mine([pay(alice, 0n, 1n)], { coinbase: MINER });
+    await chain.mine([pay(alice, 1n, 1n)], { coinbase: MINER });
+    const other = await makeChain();
+    const side = await other.mine([pay(alice, 0n, 5n), pay(alice, 1n, 6n)], { coinbase: MINER });
+    expect((await chain.importBlock(side.block)).result).toBe("IMPORTED_NOT_BEST");
+    const tx = side.block.transactions[1]!;
+    const nodes = await readerOf(chain).receiptNodes(side.hash, tx.hash);
+    const receipts = (await chain.getReceipts(side.hash))!;
+    expect(
+      await verifyMerkleProof(RLP.encode(1), [...nodes].reverse(), {
+        root: side.block.header.receiptsRoot,
+      }),
+    ).toEqual(encodeReceipt(receipts[1]!));
+  });
+
+  it("refuses to prove from stored receipts that do not give the receipts root", async () => {
+    const chain = await makeChain();
+    const one = await chain.mine([pay(alice, 0n, 1n), pay(alice, 1n, 2n)], { coinbase: MINER });
+    const receipts = (await chain.getReceipts(one.hash))!;
+    // The receipts of the block as if its second transaction had failed.
+    const forged = [receipts[0]!, { ...receipts[1]!, status: 0 }];
+    const db = databaseOf(chain);
+    await db.write([
+      { type: "put", bucket: Bucket.RECEIPTS, key: one.hash, value: encodeReceiptList(forged) },
+    ]);
+    // A chain opened on the database again reads them from disk, not from its caches.
+    const reopened = await Chain.open(network, { db, executor, logger: nullLogger });
+    expect((await reopened.getReceipts(one.hash))![1]!.status).toBe(0);
+    const err = await caught(
+      readerOf(reopened).receiptNodes(one.hash, one.block.transactions[1]!.hash),
+    );
+    expect(err.code).toBe(ChainErrorCode.CORRUPT);
+    expect(err.message).toBe(
+      `the receipts of block ${bytesToHex(one.hash)} do not give its receipts root`,
+    );
+    await db.write([{ type: "del", bucket: Bucket.RECEIPTS, key: one.hash }]);
+    const again = await Chain.open(network, { db, executor, logger: nullLogger });
+    const missing = await caught(
+      readerOf(again).receiptNodes(one.hash, one.block.transactions[0]!.hash),
+    );
+    expect(missing.code).toBe(ChainErrorCode.CORRUPT);
+    expect(missing.message).toBe(`the receipts of block ${bytesToHex(one.hash)} are missing`);
   });
 
   it("refuses an unknown block and a transaction of another block", async () => {
