@@ -1,13 +1,13 @@
-import { verifyMerkleProof } from "@ethereumjs/mpt";
 import { RLP } from "@ethereumjs/rlp";
 import { deriveDevAccounts } from "@nodex/types";
 import { getBytes, hexlify, keccak256, Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, type RunningNode, send, startNode } from "../helpers/node.js";
 import { compile } from "../helpers/solidity.js";
+import { proven, walkProof } from "./verify.js";
 
 // nodex_getTransactionReceiptNodesByHash: the receipt-trie nodes of a receipt, leaf first,
-// verified with @ethereumjs/mpt against the block's receiptsRoot (reversed, they are a root-first
+// verified with @ethereumjs/mpt and with verify.ts's own walk against the block's receiptsRoot (reversed, they are a root-first
 // proof of key RLP(transaction index)), and checked to hold the receipt
 // nodex_getRawTransactionReceiptByHash gives. Blocks are made with evm_mine (no automine).
 
@@ -79,9 +79,7 @@ describe("nodex_getTransactionReceiptNodesByHash", () => {
       const proof = nodes.map((n) => getBytes(n)).reverse();
       // The last node is the root.
       expect(keccak256(proof[0]!)).toBe(big.receiptsRoot);
-      const value = await verifyMerkleProof(RLP.encode(index), proof, {
-        root: getBytes(big.receiptsRoot),
-      });
+      const value = await proven(getBytes(big.receiptsRoot), RLP.encode(index), proof);
       const raw = (await result("nodex_getRawTransactionReceiptByHash", [txHash])) as string;
       expect(value === null ? null : hexlify(value)).toBe(raw);
       // The first node is the leaf: [path, receipt].
@@ -95,9 +93,10 @@ describe("nodex_getTransactionReceiptNodesByHash", () => {
     // Another index's key does not verify with these nodes.
     const nodes = await nodesOf(big.hash, big.transactions[3]!);
     const proof = nodes.map((n) => getBytes(n)).reverse();
-    await expect(
-      verifyMerkleProof(RLP.encode(4), proof, { root: getBytes(big.receiptsRoot) }),
-    ).rejects.toThrow();
+    await expect(proven(getBytes(big.receiptsRoot), RLP.encode(4), proof)).rejects.toThrow();
+    await expect(walkProof(getBytes(big.receiptsRoot), RLP.encode(4), proof)).rejects.toThrow(
+      "the proof has no node",
+    );
   });
 
   it("is the root alone for a block of one transaction", async () => {
@@ -105,13 +104,12 @@ describe("nodex_getTransactionReceiptNodesByHash", () => {
     expect(nodes).toHaveLength(1);
     expect(keccak256(nodes[0]!)).toBe(single.receiptsRoot);
     const raw = await result("nodex_getRawTransactionReceiptByHash", [single.transactions[0]]);
+    const value = await proven(getBytes(single.receiptsRoot), RLP.encode(0), [getBytes(nodes[0]!)]);
+    expect(hexlify(value!)).toBe(raw);
+    // The leaf's path is the whole key, RLP(0) = 0x80: no other index is in this trie.
     expect(
-      hexlify(
-        (await verifyMerkleProof(RLP.encode(0), [getBytes(nodes[0]!)], {
-          root: getBytes(single.receiptsRoot),
-        }))!,
-      ),
-    ).toBe(raw);
+      await proven(getBytes(single.receiptsRoot), RLP.encode(1), [getBytes(nodes[0]!)]),
+    ).toBeNull();
     expect(await blockOf(single.hash)).toMatchObject({ receiptsRoot: single.receiptsRoot });
   });
 
