@@ -6,10 +6,11 @@ import { call, type RunningNode, send, startNode } from "../helpers/node.js";
 import { compile } from "../helpers/solidity.js";
 import { proven, walkProof } from "./verify.js";
 
-// nodex_getTransactionReceiptNodesByHash: the receipt-trie nodes of a receipt, leaf first,
-// verified with @ethereumjs/mpt and with verify.ts's own walk against the block's receiptsRoot (reversed, they are a root-first
-// proof of key RLP(transaction index)), and checked to hold the receipt
-// nodex_getRawTransactionReceiptByHash gives. Blocks are made with evm_mine (no automine).
+// nodex_getTransactionReceiptNodesByHash: the receipt-trie nodes of a receipt, leaf first.
+// Reversed, they are a root-first proof of key RLP(transaction index) against the block's
+// receiptsRoot, verified with @ethereumjs/mpt and with verify.ts's own walk of the trie, and the
+// value they prove is the receipt nodex_getRawTransactionReceiptByHash gives. Blocks are made
+// with evm_mine (no automine).
 
 const [alice, bob, carol] = deriveDevAccounts();
 const wallets = [alice, bob].map((a) => new Wallet(hexlify(a!.privateKey)));
