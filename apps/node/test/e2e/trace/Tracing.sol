@@ -41,7 +41,7 @@ contract Tracing {
         (bool ok, ) = address(b).delegatecall(abi.encodeCall(Child.set, (9)));
         require(ok, "delegatecall failed");
         try a.fail("nope") {} catch {}
-        (bool burnt, ) = address(a).call{gas: 50_000}(abi.encodeCall(Child.burn, ()));
+        (bool burnt, ) = address(a).call{gas: 20_000}(abi.encodeCall(Child.burn, ()));
         require(!burnt, "burn returned");
         uint256 v = a.value();
         a.bye(payable(msg.sender));
