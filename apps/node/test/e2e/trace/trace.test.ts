@@ -402,6 +402,29 @@ describe("the modules", () => {
     }
   });
 
+  it("trace only blocks whose state is kept: older ones are -32000", async () => {
+    const pruned = await startNode({
+      args: ["--rpc-modules", "eth,net,web3,rpc,evm,debug,trace", "--state-window", "2"],
+    });
+    try {
+      const p = new JsonRpcProvider(pruned.url, 33, { staticNetwork: true, cacheTimeout: -1 });
+      const sender = new Wallet(KEY, p);
+      const first = await (await sender.sendTransaction({ to: sender.address, value: 1n })).wait();
+      for (let i = 0; i < 5; i++) await call(pruned.url, "evm_mine", []);
+      const old = await call(pruned.url, "debug_traceTransaction", [first!.hash]);
+      expect(old.error?.code).toBe(-32000);
+      expect(old.error?.message).toMatch(/^state of block \d+ is (pruned|not available)/);
+      const traces = await call(pruned.url, "trace_transaction", [first!.hash]);
+      expect(traces.error?.code).toBe(-32000);
+      const recent = await (await sender.sendTransaction({ to: sender.address, value: 1n })).wait();
+      const ok = await call(pruned.url, "trace_transaction", [recent!.hash]);
+      expect(ok.result).toHaveLength(1);
+      p.destroy();
+    } finally {
+      await pruned.stop();
+    }
+  });
+
   it("refuse an unknown tracer", async () => {
     const res = await call(node.url, "debug_traceTransaction", [txHash, { tracer: "4byteTracer" }]);
     expect(res.error?.code).toBe(-32602);
