@@ -97,7 +97,7 @@ export class CallTracer implements ExecutionTracer {
   }
 
   async step(step: TraceStep): Promise<void> {
-    if (this.#deadline > 0 && ++this.#steps % DEADLINE_EVERY === 0 && Date.now() > this.#deadline)
+    if (this.#deadline > 0 && this.#steps++ % DEADLINE_EVERY === 0 && Date.now() > this.#deadline)
       throw new TraceAbort("deadline", "the trace ran over the request's time limit");
     if (step.op !== SELFDESTRUCT) return;
     const parent = this.#open.at(-1);

@@ -1,5 +1,12 @@
 import { bytesToHex } from "@nodex/types";
-import type { ExecutionTracer, FrameEnd, TraceStateReader, TraceStep, TxStart } from "./tracing.js";
+import {
+  type ExecutionTracer,
+  type FrameEnd,
+  TraceAbort,
+  type TraceStateReader,
+  type TraceStep,
+  type TxStart,
+} from "./tracing.js";
 
 /** One account in geth's `prestateTracer` format: empty members left out. */
 export interface PrestateAccount {
@@ -34,10 +41,14 @@ export class PrestateTracer implements ExecutionTracer {
   readonly #diffMode: boolean;
   readonly #seen = new Map<string, Seen>();
   readonly #created = new Set<string>();
+  readonly #deadline: number;
   #post: Record<string, PrestateAccount> | undefined;
+  #steps = 0;
 
-  constructor(opts: { diffMode?: boolean } = {}) {
+  /** `deadline`: a `Date.now()` past which the trace stops with `TraceAbort("deadline")`. */
+  constructor(opts: { diffMode?: boolean; deadline?: number } = {}) {
     this.#diffMode = opts.diffMode === true;
+    this.#deadline = opts.deadline ?? 0;
   }
 
   async txStart(tx: TxStart, state: TraceStateReader): Promise<void> {
@@ -47,6 +58,8 @@ export class PrestateTracer implements ExecutionTracer {
   }
 
   async step(step: TraceStep): Promise<void> {
+    if (this.#deadline > 0 && this.#steps++ % 4096 === 0 && Date.now() > this.#deadline)
+      throw new TraceAbort("deadline", "the trace ran over the request's time limit");
     const op = step.op;
     const state = step.state;
     const depth = step.stackLength();

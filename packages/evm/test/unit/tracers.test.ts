@@ -193,6 +193,23 @@ describe("StructLogger", () => {
     ).rejects.toBeInstanceOf(TraceAbort);
   });
 
+  it("stop at their deadline", async () => {
+    const past = Date.now() - 1;
+    const tracers = [
+      new StructLogger({ deadline: past }),
+      new CallTracer({ deadline: past }),
+      new PrestateTracer({ deadline: past }),
+    ];
+    // An aborted transaction leaves the state half-run (tracing runs on a throwaway copy).
+    for (const [nonce, tracer] of tracers.entries()) {
+      const err = await executor
+        .executeTransaction(state, tx({ nonce: BigInt(nonce) }), BLOCK, 0n, tracer)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TraceAbort);
+      expect((err as TraceAbort).code).toBe("EVM_TRACE_DEADLINE");
+    }
+  });
+
   it("marks an out-of-gas step and reports the failure", async () => {
     const logger = new StructLogger();
     const out = await executor.executeTransaction(

@@ -104,7 +104,7 @@ function tracerFactory(config: TraceConfig, limits: TraceLimits): () => AnyTrace
       case "callTracer":
         return new CallTracer({ deadline });
       case "prestateTracer":
-        return new PrestateTracer({ diffMode: config.diffMode });
+        return new PrestateTracer({ diffMode: config.diffMode, deadline });
       default:
         return new StructLogger({
           disableStack: config.disableStack,
