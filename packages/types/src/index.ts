@@ -62,9 +62,11 @@ export type { BlockHeader } from "./rlp/header.js";
 export {
   decodeHeader,
   encodeHeader,
+  encodeHeaderForHash,
   FORK_DETECTION_HEIGHT,
   HEADER_FIELD_COUNT,
   hashForMergedMiningBase,
+  headerFromItem,
   headerHash,
   MAX_EXTRA_DATA_BYTES,
   withForkDetectionData,

@@ -80,9 +80,17 @@ export function headerItem(h: BlockHeader): RLPItem[] {
   ];
 }
 
-/** Block hash: keccak256 of the header with the Bitcoin header as its only merged-mining field. */
+/**
+ * The header as it is hashed: the Bitcoin header its only merged-mining field (18 fields, no
+ * Merkle proof, no coinbase). The reference node's raw header (`rsk_getRawBlockHeader*`).
+ */
+export function encodeHeaderForHash(h: BlockHeader): Uint8Array {
+  return rlpEncode([...baseFields(h), h.bitcoinMergedMiningHeader]);
+}
+
+/** Block hash: keccak256 of `encodeHeaderForHash`. */
 export function headerHash(h: BlockHeader): Uint8Array {
-  return keccak256(rlpEncode([...baseFields(h), h.bitcoinMergedMiningHeader]));
+  return keccak256(encodeHeaderForHash(h));
 }
 
 /** keccak256 of the header without merged-mining fields: what miners commit to, before fork-detection data. */

@@ -11,7 +11,15 @@ import {
   Protocol,
   protocolId,
 } from "@nodex/p2p";
-import { type BlockHeader, decodeHeader, encodeBlock, hexToBytes, nullLogger } from "@nodex/types";
+import {
+  type BlockHeader,
+  encodeBlock,
+  headerFromItem,
+  hexToBytes,
+  nullLogger,
+  type RLPItem,
+  rlpDecode,
+} from "@nodex/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningNode, send, startNode } from "../helpers/node.js";
 import { p2pAddress, rpc, until } from "../helpers/p2p.js";
@@ -111,9 +119,17 @@ describe("a hostile peer", () => {
       pubsub.getSubscribers(blockTopic(NETWORK_ID)).length > 0 ? true : undefined,
     );
     // A child of the head whose merged-mining proof is its parent's: it commits to another hash.
-    const latest = (await rpc(a, "eth_getBlockByNumber", ["latest", false])) as { hash: string };
+    const latest = (await rpc(a, "eth_getBlockByNumber", ["latest", false])) as Record<
+      string,
+      string
+    >;
     const raw = (await rpc(a, "nodex_getRawBlockHeaderByHash", [latest.hash])) as string;
-    const parent = decodeHeader(hexToBytes(raw));
+    // The raw header is the hashed form: the Merkle proof and coinbase come from the block.
+    const parent = headerFromItem([
+      ...(rlpDecode(hexToBytes(raw), "header") as RLPItem[]),
+      hexToBytes(latest.bitcoinMergedMiningMerkleProof!),
+      hexToBytes(latest.bitcoinMergedMiningCoinbaseTransaction!),
+    ]);
     const forged: BlockHeader = {
       ...parent,
       parentHash: hexToBytes(latest.hash),
