@@ -27,6 +27,15 @@ export interface CallFrame {
   /** The EVM's halt reason (`revert`, `out of gas`, …). */
   error: string | undefined;
   readonly calls: CallFrame[];
+  /** Logs emitted by this frame's own code, with the number of inner frames before each. */
+  readonly logs: FrameLog[];
+}
+
+export interface FrameLog {
+  readonly address: Uint8Array;
+  readonly topics: Uint8Array[];
+  readonly data: Uint8Array;
+  readonly position: number;
 }
 
 /** A transaction's frames, with what the transaction as a whole used. */
@@ -46,6 +55,7 @@ export interface CallTracerOptions {
 const SELFDESTRUCT = 0xff;
 const EMPTY = new Uint8Array();
 const DEADLINE_EVERY = 4096;
+const LOG0 = 0xa0;
 
 /**
  * Records the frames of a transaction (the tree geth's `callTracer` and OpenEthereum's
@@ -80,6 +90,7 @@ export class CallTracer implements ExecutionTracer {
       output: EMPTY,
       error: undefined,
       calls: [],
+      logs: [],
     };
     const parent = this.#open.at(-1);
     if (parent === undefined) this.#root ??= frame;
@@ -99,6 +110,20 @@ export class CallTracer implements ExecutionTracer {
   async step(step: TraceStep): Promise<void> {
     if (this.#deadline > 0 && this.#steps++ % DEADLINE_EVERY === 0 && Date.now() > this.#deadline)
       throw new TraceAbort("deadline", "the trace ran over the request's time limit");
+    if (step.op >= LOG0 && step.op <= LOG0 + 4) {
+      const frame = this.#open.at(-1);
+      const n = step.op - LOG0;
+      if (frame === undefined || step.stackLength() < 2 + n) return;
+      const offset = Number(step.peek(0));
+      const size = Number(step.peek(1));
+      const memory = step.memory();
+      const data = new Uint8Array(size);
+      if (offset < memory.length) data.set(memory.subarray(offset, offset + size));
+      const topics: Uint8Array[] = [];
+      for (let i = 0; i < n; i++) topics.push(word32(step.peek(2 + i)));
+      frame.logs.push({ address: step.address, topics, data, position: frame.calls.length });
+      return;
+    }
     if (step.op !== SELFDESTRUCT) return;
     const parent = this.#open.at(-1);
     if (parent === undefined) return;
@@ -115,6 +140,7 @@ export class CallTracer implements ExecutionTracer {
       output: EMPTY,
       error: undefined,
       calls: [],
+      logs: [],
     });
   }
 
@@ -134,6 +160,16 @@ export class CallTracer implements ExecutionTracer {
       gasUsed: this.#end?.gasUsed ?? 0n,
     };
   }
+}
+
+function word32(value: bigint): Uint8Array {
+  const out = new Uint8Array(32);
+  let v = value;
+  for (let i = 31; i >= 0; i--) {
+    out[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  return out;
 }
 
 function addressOf(value: bigint): Uint8Array {
@@ -162,25 +198,27 @@ export interface GethCallFrame {
   error?: string;
   revertReason?: string;
   calls?: GethCallFrame[];
+  logs?: { address: string; topics: string[]; data: string; position: string }[];
   value?: string;
 }
 
 /**
  * A transaction's frames in geth's `callTracer` format. The top frame's `gas` is the
  * transaction's gas limit and its `gasUsed` the receipt's; with `onlyTopCall` the inner frames
- * are left out.
+ * are left out; with `withLog` each frame has the `logs` its code emitted (`position`: the
+ * number of inner frames before the log), none for a failed frame or inside one.
  */
 export function toGethCallFrame(
   trace: CallTrace,
-  opts: { onlyTopCall?: boolean } = {},
+  opts: { onlyTopCall?: boolean; withLog?: boolean } = {},
 ): GethCallFrame {
-  const top = gethFrame(trace.root, opts.onlyTopCall === true);
+  const top = gethFrame(trace.root, opts.onlyTopCall === true, opts.withLog === true);
   top.gas = quantity(trace.gasLimit);
   top.gasUsed = quantity(trace.gasUsed);
   return top;
 }
 
-function gethFrame(frame: CallFrame, onlyTop: boolean): GethCallFrame {
+function gethFrame(frame: CallFrame, onlyTop: boolean, withLog: boolean): GethCallFrame {
   const out: GethCallFrame = {
     type: frame.kind,
     from: bytesToHex(frame.from),
@@ -199,7 +237,16 @@ function gethFrame(frame: CallFrame, onlyTop: boolean): GethCallFrame {
       if (reason !== undefined) out.revertReason = reason;
     }
   }
-  if (!onlyTop && frame.calls.length > 0) out.calls = frame.calls.map((c) => gethFrame(c, false));
+  const logs = withLog && frame.error === undefined;
+  if (!onlyTop && frame.calls.length > 0)
+    out.calls = frame.calls.map((c) => gethFrame(c, false, logs));
+  if (logs && frame.logs.length > 0)
+    out.logs = frame.logs.map((log) => ({
+      address: bytesToHex(log.address),
+      topics: log.topics.map((t) => bytesToHex(t)),
+      data: bytesToHex(log.data),
+      position: quantity(BigInt(log.position)),
+    }));
   if (frame.value !== undefined) out.value = quantity(frame.value);
   return out;
 }

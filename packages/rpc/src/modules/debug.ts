@@ -25,6 +25,7 @@ export interface TraceConfig {
   readonly disableStorage: boolean;
   readonly enableReturnData: boolean;
   readonly onlyTopCall: boolean;
+  readonly withLog: boolean;
   readonly diffMode: boolean;
 }
 
@@ -35,6 +36,7 @@ const DEFAULT_TRACE_CONFIG: TraceConfig = {
   disableStorage: false,
   enableReturnData: false,
   onlyTopCall: false,
+  withLog: false,
   diffMode: false,
 };
 
@@ -44,13 +46,14 @@ const FLAGS = [
   "disableStorage",
   "enableReturnData",
   "onlyTopCall",
+  "withLog",
   "diffMode",
 ] as const;
 
 /**
  * Geth's trace options: `tracer` (`callTracer`, `prestateTracer`; absent for the struct
  * logger), `disableStack`, `disableMemory`, `disableStorage`, `enableReturnData`, and the
- * tracer's `tracerConfig` (`onlyTopCall`, `diffMode`), whose keys are also taken at the top
+ * tracer's `tracerConfig` (`onlyTopCall`, `withLog`, `diffMode`), whose keys are also taken at the top
  * level as the reference node does. Other keys (`enableMemory`, `timeout`, …) are ignored.
  */
 export function parseTraceConfig(value: unknown, arg: number): TraceConfig {
@@ -121,7 +124,10 @@ function tracerFactory(config: TraceConfig, limits: TraceLimits): () => AnyTrace
 
 function resultOf(tracer: AnyTracer, config: TraceConfig): unknown {
   if (tracer instanceof CallTracer)
-    return toGethCallFrame(tracer.result(), { onlyTopCall: config.onlyTopCall });
+    return toGethCallFrame(tracer.result(), {
+      onlyTopCall: config.onlyTopCall,
+      withLog: config.withLog,
+    });
   return tracer.result();
 }
 

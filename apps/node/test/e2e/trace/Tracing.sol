@@ -3,6 +3,8 @@ pragma solidity ^0.8.24;
 
 /// A contract the traced transaction creates, calls and destroys.
 contract Child {
+    event Set(uint256 v);
+
     uint256 public value;
 
     constructor(uint256 v) payable {
@@ -11,6 +13,7 @@ contract Child {
 
     function set(uint256 v) external payable {
         value = v;
+        emit Set(v);
     }
 
     function fail(string calldata why) external pure {
@@ -32,6 +35,8 @@ contract Child {
 /// One transaction with every kind of frame: CREATE, CREATE2, CALL, DELEGATECALL, STATICCALL,
 /// a revert caught by try/catch, a subcall out of gas and a self-destruct.
 contract Tracing {
+    event Ran(uint256 v);
+
     uint256 public stored;
 
     function run() external payable returns (uint256) {
@@ -46,6 +51,7 @@ contract Tracing {
         uint256 v = a.value();
         a.bye(payable(msg.sender));
         stored += v;
+        emit Ran(v);
         return v;
     }
 

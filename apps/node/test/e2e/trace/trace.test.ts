@@ -21,6 +21,7 @@ interface CallFrame {
   error?: string;
   revertReason?: string;
   calls?: CallFrame[];
+  logs?: { address: string; topics: string[]; data: string; position: string }[];
 }
 
 interface ParityTrace {
@@ -144,6 +145,29 @@ describe("callTracer", () => {
     // Every inner frame used at most what it was given.
     for (const frame of flatten(top))
       expect(BigInt(frame.gasUsed)).toBeLessThanOrEqual(BigInt(frame.gas));
+
+    expect(top.logs).toBeUndefined();
+
+    const withLog = await result<CallFrame>("debug_traceTransaction", [
+      txHash,
+      { tracer: "callTracer", tracerConfig: { withLog: true } },
+    ]);
+    const ran = tracing.interface.getEvent("Ran")!.topicHash;
+    expect(withLog.logs).toEqual([
+      {
+        address: tracingAddress,
+        topics: [ran],
+        data: `0x${"5".padStart(64, "0")}`,
+        position: "0x8",
+      },
+    ]);
+    // Child.set's Set(v): in the called child, and in the delegatecall on this contract's behalf
+    expect(withLog.calls![2]!.logs?.[0]).toMatchObject({ address: created!.to, position: "0x0" });
+    expect(withLog.calls![3]!.logs?.[0]).toMatchObject({
+      address: tracingAddress,
+      data: `0x${"9".padStart(64, "0")}`,
+    });
+    expect(withLog.calls![4]!.logs).toBeUndefined();
 
     const onlyTop = await result<CallFrame>("debug_traceTransaction", [
       txHash,
