@@ -1,3 +1,4 @@
+import { STRUCT_LOG_LIMIT_BYTES } from "@nodex/evm";
 import type { Logger, ModuleName } from "@nodex/types";
 import { Dispatcher } from "./dispatcher.js";
 import { FilterManager } from "./filters.js";
@@ -79,8 +80,15 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const timeoutMs = opts.timeoutMs > 0 ? opts.timeoutMs : hosted ? HOSTED_DEFAULT_TIMEOUT_MS : 0;
   const { tracing } = deps.services;
   if (reader !== undefined && tracing !== undefined) {
-    // Tracers stop at the request's time budget instead of running on after its answer.
-    const limits = { timeoutMs };
+    // Tracers stop at the request's time budget instead of running on after its answer, and
+    // struct logs stop growing past what the answer may hold.
+    const limits = {
+      timeoutMs,
+      structLogBytes:
+        opts.maxResponseBytes > 0
+          ? Math.min(opts.maxResponseBytes, STRUCT_LOG_LIMIT_BYTES)
+          : STRUCT_LOG_LIMIT_BYTES,
+    };
     chainModules.push(
       debugTraceModule(reader, tracing, limits),
       traceModule(reader, tracing, limits),
