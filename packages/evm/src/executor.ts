@@ -17,6 +17,7 @@ import {
 import { logsBloom } from "./bloom.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
+import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
@@ -118,7 +119,8 @@ export class Executor {
     this.common = createCustomCommon(
       { chainId: network.chainId, name: `nodex-${network.name}` },
       Mainnet,
-      { hardfork: EVM_HARDFORK },
+      // ECRECOVER recovers on the backend of transaction senders (libsecp256k1 or noble).
+      { hardfork: EVM_HARDFORK, customCrypto: { ecrecover } },
     );
   }
 

@@ -90,3 +90,10 @@ export {
   TransactionErrorCode,
   transactionFromItem,
 } from "./rlp/transaction.js";
+export type { SignatureRecoveryInfo, SignatureRecoveryPreference } from "./signatureRecovery.js";
+export {
+  recoverPublicKey,
+  SignatureRecoveryBackend,
+  selectSignatureRecovery,
+  signatureRecovery,
+} from "./signatureRecovery.js";

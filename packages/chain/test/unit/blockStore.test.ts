@@ -8,6 +8,7 @@ import {
   decodeTransaction,
   deriveDevAccounts,
   nullLogger,
+  selectSignatureRecovery,
   signTransaction,
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -31,6 +32,9 @@ vi.mock("@noble/curves/secp256k1.js", async (importOriginal) => {
   }
   return { ...original, secp256k1: { ...original.secp256k1, Signature } };
 });
+
+// Recovery counted above is noble's: the native backend is left out of this file.
+selectSignatureRecovery("noble");
 
 const [alice, bob, carol] = deriveDevAccounts();
 const TO = "0x000000000000000000000000000000000000beef";

@@ -1,8 +1,10 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { bigintToBytesBE } from "../bytes.js";
 import type { Address, Hash32 } from "../data.js";
 import { privateKeyToAddress } from "../devAccounts.js";
 import { NodexError } from "../errors.js";
 import { keccak256 } from "../hex.js";
+import { recoverPublicKey } from "../signatureRecovery.js";
 import {
   bigintToBytes,
   bytesToBigint,
@@ -50,9 +52,6 @@ export interface SignedTransaction extends UnsignedTransaction {
   /** The signed RLP, as sent and as hashed. */
   readonly raw: Uint8Array;
 }
-
-// Precomputed multiples of the generator make every sender recovery about 10% cheaper.
-secp256k1.Point.BASE.precompute(8, false);
 
 const HALF_N = secp256k1.Point.CURVE().n >> 1n;
 const N = secp256k1.Point.CURVE().n;
@@ -175,15 +174,12 @@ export function transactionFromItem(
     }
     return { ...tx, v, r, s, chainId, from: sender, hash: keccak256(raw) as Hash32, raw };
   }
-  let from: Address;
-  try {
-    const publicKey = new secp256k1.Signature(r, s, recovery)
-      .recoverPublicKey(signingHash(tx, chainId))
-      .toBytes(false);
-    from = keccak256(publicKey.subarray(1)).slice(12) as Address;
-  } catch {
-    throw invalidSignature("no public key recovers from it");
-  }
+  const signature = new Uint8Array(64);
+  signature.set(bigintToBytesBE(r, 32));
+  signature.set(bigintToBytesBE(s, 32), 32);
+  const publicKey = recoverPublicKey(signingHash(tx, chainId), signature, recovery);
+  if (publicKey === undefined) throw invalidSignature("no public key recovers from it");
+  const from = keccak256(publicKey).slice(12) as Address;
   return { ...tx, v, r, s, chainId, from, hash: keccak256(raw) as Hash32, raw };
 }
 
