@@ -18,6 +18,7 @@ import {
   type NetworkName,
   type NetworkPreset,
   NodexError,
+  type SignatureRecoveryPreference,
 } from "@nodex/types";
 import type { KeystoreKdf } from "./accounts/keystore.js";
 import {
@@ -73,6 +74,8 @@ export interface NodeConfig {
   readonly p2p: P2PConfig | undefined;
   /** scrypt cost of the key files the node writes. */
   readonly keystoreKdf: KeystoreKdf;
+  /** Signature recovery: libsecp256k1 when it loads (`auto`), or always noble. */
+  readonly signatureRecovery: SignatureRecoveryPreference;
   readonly rpc: RPCOptions;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
@@ -274,6 +277,7 @@ export function parseCommandLine(environment: Environment): Command {
             maxOutboundPeers: pick<number>("maxOutboundPeers") ?? 10,
           }),
     keystoreKdf: pick<KeystoreKdf>("keystoreKdf") ?? (dev ? "light" : "standard"),
+    signatureRecovery: pick<SignatureRecoveryPreference>("secp256k1") ?? "auto",
     rpc: Object.freeze(rpc),
     sources: Object.freeze(sources),
   };

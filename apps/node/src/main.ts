@@ -12,6 +12,7 @@ import {
 import { createLogger } from "./logger.js";
 import { runMiner } from "./miner.js";
 import { createNode } from "./node.js";
+import { startSignatureRecovery } from "./signatureRecovery.js";
 import { NODEX_VERSION } from "./version.js";
 
 /** Exit codes: 0 clean stop, 1 failure at run time, 2 bad usage. */
@@ -79,6 +80,7 @@ async function main(): Promise<number> {
 async function runChainFile(command: ExportCommand | ImportCommand): Promise<number> {
   const { config } = command;
   const logger = createLogger({ level: config.logLevel, format: config.logFormat });
+  startSignatureRecovery(config, logger);
   try {
     if (command.kind === "export") {
       await exportChain(command, logger);

@@ -8,6 +8,7 @@ import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
 import { createNetwork, peersView, scoringView } from "./network.js";
 import { createCore, type NodeCore } from "./services.js";
+import { startSignatureRecovery } from "./signatureRecovery.js";
 import { NODEX_VERSION } from "./version.js";
 
 export interface NodexNode {
@@ -35,6 +36,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         chainId: config.network.chainId,
         datadir: config.datadir,
       });
+      startSignatureRecovery(config, logger);
       const opened = await openChain(config, logger);
       db = opened.db;
       const { chain, executor, rules } = opened;

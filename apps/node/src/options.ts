@@ -490,6 +490,16 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: oneOf(["standard", "light"]),
   },
   {
+    key: "secp256k1",
+    flag: "--secp256k1",
+    env: "NODEX_SECP256K1",
+    valueName: "BACKEND",
+    description:
+      "signature recovery (transaction senders, ECRECOVER): auto uses libsecp256k1 when the secp256k1 addon loads and passes its self-test, noble otherwise; noble always uses @noble/curves",
+    defaultText: "auto",
+    parse: oneOf(["auto", "noble"]),
+  },
+  {
     key: "logLevel",
     flag: "--log-level",
     env: "NODEX_LOG_LEVEL",
@@ -557,6 +567,7 @@ export const COMMAND_SETTINGS: readonly string[] = [
   "datadir",
   "stateWindow",
   "minDifficulty",
+  "secp256k1",
   "logLevel",
   "logFormat",
   "config",

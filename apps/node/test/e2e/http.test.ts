@@ -47,7 +47,12 @@ describe.each(LAYERS)("with --rpc-http-layer %s", (layer) => {
     it("serves GET /health for load balancers", async () => {
       const res = await send(node.url, undefined, { method: "GET", path: "/health" });
       expect(res.status).toBe(200);
-      expect(res.json).toEqual({ status: "ok", network: "regtest", blockNumber: "0x0" });
+      expect(res.json).toEqual({
+        status: "ok",
+        network: "regtest",
+        blockNumber: "0x0",
+        signatureRecovery: "libsecp256k1",
+      });
     });
 
     it("accepts POST on any path in local mode", async () => {

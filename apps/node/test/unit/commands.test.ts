@@ -124,7 +124,7 @@ describe("nodex export and nodex import", () => {
     expect(help).toContain("nodex import FILE [options]");
     expect(help).toContain("--force");
     expect(help).toContain(
-      "The commands take these options of the node: --network, --mainnet, --testnet, --devnet, --regtest, --datadir, --state-window, --archive, --min-difficulty, --log-level, --log-format, --config.",
+      "The commands take these options of the node: --network, --mainnet, --testnet, --devnet, --regtest, --datadir, --state-window, --archive, --min-difficulty, --secp256k1, --log-level, --log-format, --config.",
     );
   });
 });

@@ -1,0 +1,11 @@
+import { type Logger, selectSignatureRecovery } from "@nodex/types";
+import type { NodeConfig } from "./config.js";
+
+/**
+ * Chooses the backend of every signature recovery (transaction senders, ECRECOVER) before the
+ * first one, and logs which it is: `libsecp256k1`, or `noble` with the reason.
+ */
+export function startSignatureRecovery(config: NodeConfig, logger: Logger): void {
+  const info = selectSignatureRecovery(config.signatureRecovery);
+  logger.info("Signature recovery", { ...info });
+}
