@@ -675,7 +675,7 @@ async function main() {
     result.import = {
       seconds: im.seconds,
       cpuSeconds: im.cpuSeconds,
-      otherCPU: busy0 !== undefined ? busy1 - busy0 - (im.cpuSeconds ?? 0) : undefined,
+      otherCPU: busy0 !== undefined ? Math.max(0, busy1 - busy0 - (im.cpuSeconds ?? 0)) : undefined,
       imported: Number(summary[1]),
       skipped: Number(summary[2]),
       head: { number: Number(summary[3]), hash: summary[4], stateRoot: summary[5] },
@@ -729,6 +729,33 @@ async function main() {
       if (bHead.hash === g.head.hash) break;
       if (b.handle.done)
         throw new Error(`B exited while syncing:\n${indent(readTail(bLog, 12), "    | ")}`);
+      // A sync that one side gave up on (B banned A or stopped on what A answered, or A banned
+      // B) does not finish: the ban lasts minutes.
+      const gaveUp = [
+        ...logLines(bLog, "Banning peer: bad reputation").map((l) => ({ ...l, by: "B" })),
+        ...logLines(bLog, "Sync stopped: the peer answered what the chain cannot take").map(
+          (l) => ({ ...l, by: "B" }),
+        ),
+        ...logLines(a.logFile, "Banning peer: bad reputation").map((l) => ({ ...l, by: "A" })),
+      ];
+      if (gaveUp.length > 0) {
+        const stops = logLines(bLog, "Sync from a peer stopped").map((l) => l.reason);
+        result.sync = {
+          failed: true,
+          afterSeconds: Number(process.hrtime.bigint() - b.t0) / 1e9,
+          head: Number(bHead.number),
+          gaveUp,
+          stops: stops.slice(0, 10),
+          commandB: b.command,
+        };
+        const lines = [
+          ...stops.slice(0, 5).map((r) => `Sync from a peer stopped: ${r}`),
+          ...gaveUp.map((l) => `${l.by}: ${l.msg}: ${l.reason}`),
+        ];
+        throw new Error(
+          `the sync stopped with B at block ${Number(bHead.number)}:\n${indent(lines.join("\n"), "    | ")}`,
+        );
+      }
       if (Date.now() > deadline)
         throw new Error(`B is at block ${Number(bHead.number)} after ${opts.syncTimeout} s`);
       if (Date.now() - lastSample >= 2000) {
@@ -754,7 +781,10 @@ async function main() {
       readySeconds: readyS,
       cpuSecondsB: bCPU,
       cpuSecondsA: aCPU0 !== undefined && aCPU1 !== undefined ? aCPU1 - aCPU0 : undefined,
-      otherCPU: busyS0 !== undefined ? busyS1 - busyS0 - (bCPU ?? 0) - (aCPU1 - aCPU0) : undefined,
+      otherCPU:
+        busyS0 !== undefined
+          ? Math.max(0, busyS1 - busyS0 - (bCPU ?? 0) - (aCPU1 - aCPU0))
+          : undefined,
       head: { number: Number(bHead.number), hash: bHead.hash, stateRoot: bHead.stateRoot },
       synced: syncedLines,
       progress: progressLines.map((l) => ({
@@ -798,7 +828,7 @@ async function main() {
         rows.map(([label, s, cpu]) => [
           label,
           s.toFixed(1),
-          fmtInt(opts.blocks / s),
+          opts.blocks / s < 100 ? (opts.blocks / s).toFixed(2) : fmtInt(opts.blocks / s),
           (mgas / s).toFixed(1),
           cpu === undefined ? "—" : cpu.toFixed(1),
           `${(s / result.import.seconds).toFixed(2)}×`,
