@@ -662,13 +662,18 @@ export class P2PNetwork {
     try {
       const bytes = await reader.read(FRAME_CAPS.status.request, { signal });
       if (bytes === undefined)
-        throw new P2PError(P2PErrorCode.INVALID_REQUEST, "a status stream without a status");
+        throw new P2PError(P2PErrorCode.STREAM_CLOSED, "a status stream closed without a status");
       remote = decodeStatus(bytes);
     } catch (err) {
       const error = asRequestError(err);
       this.#fault(peer, Protocol.STATUS, "inbound", error);
       await this.#refuse(stream, ResultCode.INVALID_REQUEST, error.message, signal);
-      this.#hangUp(connection, `invalid status: ${error.message}`);
+      // A peer whose handshake is done and whose status refresh broke off (it gave up waiting,
+      // busy importing) stays; a bad status, or none on a new connection, ends the connection.
+      const brokeOff =
+        error.code === P2PErrorCode.STREAM_CLOSED || error.code === P2PErrorCode.TIMEOUT;
+      if (!(brokeOff && this.#peers.has(peer)))
+        this.#hangUp(connection, `invalid status: ${error.message}`);
       return;
     } finally {
       reader.release();
@@ -706,7 +711,8 @@ export class P2PNetwork {
       if (!this.#peers.has(peer))
         throw new P2PError(P2PErrorCode.INVALID_REQUEST, "a request before the status handshake");
       const bytes = await reader.read(FRAME_CAPS[protocol].request, { signal });
-      if (bytes === undefined) throw new P2PError(P2PErrorCode.INVALID_REQUEST, "no request");
+      if (bytes === undefined)
+        throw new P2PError(P2PErrorCode.STREAM_CLOSED, "a request stream closed without a request");
       req = spec.decodeRequest(bytes);
     } catch (err) {
       const error = asRequestError(err);
