@@ -8,7 +8,7 @@ import {
   type Logger,
 } from "@nodex/types";
 import type { ChainHead } from "./chainSource.js";
-import { P2PError } from "./errors.js";
+import { P2PError, P2PErrorCode } from "./errors.js";
 import type { PeerInfo, RequestOptions } from "./network.js";
 import {
   MAX_BODIES_PER_REQUEST,
@@ -324,10 +324,12 @@ export class Synchronizer {
         "bodies_by_hash",
         batch.map((h) => headerHash(h)),
       );
+      // An empty answer: the peer's answer broke off, or it lost the block to a reorganization
+      // since it sent the header. Not proof of bad faith: stop syncing from it for now.
       if (bodies.length === 0)
-        throw new BadPeer(
-          PeerEvent.INVALID_MESSAGE,
-          `no body for block ${batch[0]!.number} it announced`,
+        throw new P2PError(
+          P2PErrorCode.STREAM_CLOSED,
+          `no body for block ${batch[0]!.number} in the answer`,
         );
       for (let i = 0; i < bodies.length; i++)
         blocks.push({
