@@ -83,12 +83,7 @@ export function scoringView(p2p: P2PService): ScoringView {
     bannedAddresses: () => scoring.bannedAddresses(),
     banAddress: (address) => {
       if (!scoring.ban(address)) return false;
-      // Connected peers at a newly banned address go now.
-      for (const peer of p2p.network.peers()) {
-        const host = /^\/ip[46]\/([^/]+)/.exec(peer.remoteAddress)?.[1];
-        if (host !== undefined && scoring.isBanned(host))
-          void p2p.network.disconnect(peer.id, "address banned by the operator").catch(() => {});
-      }
+      p2p.dropBanned("address banned by the operator");
       return true;
     },
     unbanAddress: (address) => scoring.unban(address),

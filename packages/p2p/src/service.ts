@@ -213,6 +213,15 @@ export class P2PService {
     void this.network.disconnect(peer, `bad reputation (${event})`).catch(() => {});
   }
 
+  /** Disconnects the connected peers whose address is banned (after a ban by hand). */
+  dropBanned(reason: string): void {
+    for (const peer of this.network.peers()) {
+      const address = hostPort(peer.remoteAddress)?.host;
+      if (address !== undefined && this.scoring.isBanned(address))
+        void this.network.disconnect(peer.id, reason).catch(() => {});
+    }
+  }
+
   /** `net_peerList`: `"<short id> | <host>:<port>"` per connected peer. */
   peerList(): string[] {
     return this.network.peers().map((peer) => {

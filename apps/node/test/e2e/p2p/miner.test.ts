@@ -1,6 +1,5 @@
-import { spawn } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
-import { call, cleanEnv, NODEX_BIN, type RunningNode, startNode } from "../helpers/node.js";
+import { call, type RunningNode, runCli, startNode } from "../helpers/node.js";
 import { p2pAddress } from "../helpers/p2p.js";
 
 // Testnet nodes at a test difficulty: the reference miner mines on one, the other follows it
@@ -11,20 +10,6 @@ const nodes: RunningNode[] = [];
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()));
 });
-
-function runMiner(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [NODEX_BIN, "mine", ...args], {
-      env: cleanEnv(),
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.once("close", (code) => resolve({ code, stderr }));
-  });
-}
 
 const head = async (node: RunningNode) =>
   (await call(node.url, "eth_getBlockByNumber", ["latest", false])).result as {
@@ -53,7 +38,8 @@ describe("merged-mined blocks over the network", () => {
       ],
     });
     nodes.push(b);
-    const run = await runMiner([
+    const run = await runCli([
+      "mine",
       "--rpc",
       a.url,
       "--threads",
