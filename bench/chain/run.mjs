@@ -77,7 +77,7 @@ const WORKLOAD_IDS = [
 /** The reads that need the history: a chain of one-transfer blocks, sent after the transfers. */
 const HISTORY_READS = ["receipts", "oldlogs", "oldblocks"];
 
-const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--connections N] [--warmup S] [--only a,b] [--workloads a,b] [--pool-count N] [--pool-connections N] [--history N] [--oldlogs-connections N] [--wait-receipts] [--nodex-cpu-prof] [--nodex-bin PATH] [--build] [--list]
+const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--connections N] [--warmup S] [--only a,b] [--workloads a,b] [--pool-count N] [--pool-connections N] [--history N] [--oldlogs-connections N] [--no-receipts] [--nodex-cpu-prof] [--nodex-bin PATH] [--build] [--list]
 
   --count N         transactions per transfer workload (ETH, ERC-20), sent one by one (default 2000)
   --duration S      seconds measured per node and read workload (default 10)
@@ -89,7 +89,9 @@ const USAGE = `usage: node bench/chain/run.mjs [--count N] [--duration S] [--con
   --pool-connections N  concurrent connections sending them (default 16)
   --history N       one-transfer blocks sent (not measured) for the old-block reads (default 2000)
   --oldlogs-connections N  connections of the eth_getLogs read over 1,000 old blocks (default 4)
-  --wait-receipts   in the transfer workloads, also wait for each receipt before the next send
+  --no-receipts     in the transfer workloads, send the next transaction as soon as the node
+                    answers the send, without waiting for the receipt (each receipt is awaited by
+                    default, as ethers' tx.wait() does)
   --nodex-cpu-prof  run Nodex under node --cpu-prof; print its top functions, keep the profile
   --nodex-bin PATH  run this Nodex entry (another checkout's apps/node/bin/nodex.js, built there)
   --build           run \`npm run build\` first even if apps/node/dist/main.js exists
@@ -111,7 +113,7 @@ try {
       history: { type: "string", default: "2000" },
       "oldlogs-connections": { type: "string", default: "4" },
       "nodex-bin": { type: "string" },
-      "wait-receipts": { type: "boolean", default: false },
+      "no-receipts": { type: "boolean", default: false },
       "nodex-cpu-prof": { type: "boolean", default: false },
       build: { type: "boolean", default: false },
       list: { type: "boolean", default: false },
@@ -137,7 +139,7 @@ const opts = {
   history: positiveInteger("--history", args.history),
   oldLogsConnections: positiveInteger("--oldlogs-connections", args["oldlogs-connections"]),
   nodexBin: args["nodex-bin"] === undefined ? undefined : resolve(args["nodex-bin"]),
-  waitReceipts: args["wait-receipts"],
+  waitReceipts: !args["no-receipts"],
   nodexCPUProfile: args["nodex-cpu-prof"],
 };
 
@@ -182,6 +184,9 @@ const ETH_TO = "0x00000000000000000000000000000000000be0c1";
 const TOKEN_TO = "0x00000000000000000000000000000000000be0c2";
 const HISTORY_TO = "0x00000000000000000000000000000000000be0c4";
 const ETH_VALUE = 1n; // wei per ETH transfer
+/** The ERC-20 workload sends to these in turn; the eth_call workload asks balanceOf of each. */
+const HOLDER_COUNT = 1000;
+const holder = (i) => `0x00000000000000000000000000b0${i.toString(16).padStart(12, "0")}`;
 const LOG_BLOCKS = 100;
 /** Blocks of the eth_getLogs range over the history (fewer if --history is smaller). */
 const OLD_LOG_BLOCKS = 1000;
@@ -241,7 +246,7 @@ const workloadIds =
 const WRITES = [
   {
     id: "eth",
-    title: `${fmtInt(opts.count)} signed ETH transfers sent one by one, automine${opts.waitReceipts ? ", each receipt awaited" : ""}`,
+    title: `${fmtInt(opts.count)} signed ETH transfers sent one by one, automine, ${opts.waitReceipts ? "the client signing each and awaiting its receipt" : "the client signing each, receipts not awaited"}`,
     short: "ETH transfers",
     unit: "tx/s",
     build(ctx, nonce) {
@@ -260,7 +265,7 @@ const WRITES = [
   },
   {
     id: "erc20",
-    title: `${fmtInt(opts.count)} ERC-20 transfers sent one by one, automine${opts.waitReceipts ? ", each receipt awaited" : ""}`,
+    title: `${fmtInt(opts.count)} ERC-20 transfers sent one by one, automine, ${opts.waitReceipts ? "the client signing each and awaiting its receipt" : "the client signing each, receipts not awaited"}`,
     short: "ERC-20 transfers",
     unit: "tx/s",
     build(ctx, nonce) {
@@ -270,32 +275,33 @@ const WRITES = [
         gasPrice: ctx.gasPrice,
         gasLimit: GAS_TOKEN_TRANSFER,
         to: ctx.token,
-        data: token.iface.encodeFunctionData("transfer", [TOKEN_TO, 1n]),
+        // Each transfer goes to the next of the holders, so that balanceOf has 1,000 of them.
+        data: token.iface.encodeFunctionData("transfer", [holder(nonce % HOLDER_COUNT), 1n]),
       });
     },
-    probe: (rpc, ctx) => tokenBalance(rpc, ctx, TOKEN_TO),
-    expectDelta: (n) => BigInt(n),
-    what: "token balance of the recipient",
+    probe: (rpc, ctx) => tokenBalance(rpc, ctx, ACCOUNT0),
+    expectDelta: (n) => -BigInt(n),
+    what: "token balance of the sender",
   },
 ];
 
 const READS = [
   {
     id: "call",
-    title: "eth_call of balanceOf(account #0) on the token, latest",
+    title: `eth_call of balanceOf on the token for ${fmtInt(HOLDER_COUNT)} holders in turn, latest`,
     short: "eth_call balanceOf",
-    request: (ctx) => ({
-      method: "eth_call",
-      params: [
-        { to: ctx.token, data: token.iface.encodeFunctionData("balanceOf", [ACCOUNT0]) },
-        "latest",
-      ],
-    }),
-    check(result, ctx) {
-      if (typeof result !== "string" || result.toLowerCase() !== word(ctx.tokenBalance0))
-        throw new Error(
-          `balanceOf is ${JSON.stringify(result)}, expected ${word(ctx.tokenBalance0)}`,
-        );
+    requests: (ctx) =>
+      Array.from({ length: HOLDER_COUNT }, (_, i) => ({
+        method: "eth_call",
+        params: [
+          { to: ctx.token, data: token.iface.encodeFunctionData("balanceOf", [holder(i)]) },
+          "latest",
+        ],
+        expect: ctx.holderBalances.get(i) ?? 0n,
+      })),
+    check(result, _ctx, expect) {
+      if (typeof result !== "string" || result.toLowerCase() !== word(expect))
+        throw new Error(`balanceOf is ${JSON.stringify(result)}, expected ${word(expect)}`);
       return {};
     },
   },
@@ -542,6 +548,7 @@ async function prepareChain(rpc, run) {
     throw new Error("balanceOf(deployer) did not change after a transfer");
   ctx.nonce = nonce;
   ctx.tokenBalance0 = TOKEN_SUPPLY - 1n;
+  ctx.holderBalances = new Map();
   ctx.txBlock = { number: r2.blockNumber, hash: first.hash };
   run.chain.token = ctx.token;
   run.chain.tokenDeployGas = receipt.gasUsed;
@@ -645,22 +652,24 @@ async function flush(rpc, ctx, txs) {
 
 /**
  * Signs `count` transactions, sends them one by one (each eth_sendRawTransaction awaited, and
- * with --wait-receipts its receipt too), then waits for the last one to be mined.
+ * by default its receipt too), then waits for the last one to be mined.
  */
 async function runWrite(rpc, handle, ctx, w) {
+  const nonce0 = ctx.nonce;
   const before = await w.probe(rpc, ctx);
   const head0 = Number(await rpc.call("eth_blockNumber"));
   const txs = [];
-  for (let i = 0; i < opts.count; i++) txs.push(w.build(ctx, ctx.nonce + i));
-  const last = txs[txs.length - 1];
   const latencies = new Latencies();
   const window = cpuWindow(handle.pid);
   const t0 = process.hrtime.bigint();
   let sentCount = 0;
   let receipt;
   try {
-    for (const tx of txs) {
+    for (let i = 0; i < opts.count; i++) {
       const s = process.hrtime.bigint();
+      // The client signs each transaction when it sends it, as a wallet does.
+      const tx = w.build(ctx, ctx.nonce + i);
+      txs.push(tx);
       const hash = await rpc.call("eth_sendRawTransaction", [tx.raw]);
       if (String(hash).toLowerCase() !== tx.hash)
         throw new Error(`answered ${JSON.stringify(hash)}, expected ${tx.hash}`);
@@ -676,6 +685,7 @@ async function runWrite(rpc, handle, ctx, w) {
     throw new Error(`transaction ${sentCount + 1} of ${opts.count}: ${err.message}`);
   }
   const tSent = process.hrtime.bigint();
+  const last = txs[txs.length - 1];
   if (sentCount === opts.count && !opts.waitReceipts) receipt = await waitMined(rpc, last.hash);
   const t1 = process.hrtime.bigint();
   const cpu = window.end(opts.count);
@@ -702,7 +712,13 @@ async function runWrite(rpc, handle, ctx, w) {
   const head1 = Number(await rpc.call("eth_blockNumber"));
   const seconds = Number(t1 - t0) / 1e9;
   if (w.id === "eth") ctx.txBlock = { number: receipt.blockNumber, hash: last.hash };
-  if (w.id === "erc20") ctx.tokenBalance0 -= BigInt(opts.count);
+  if (w.id === "erc20") {
+    ctx.tokenBalance0 -= BigInt(opts.count);
+    for (let i = 0; i < opts.count; i++) {
+      const h = (nonce0 + i) % HOLDER_COUNT;
+      ctx.holderBalances.set(h, (ctx.holderBalances.get(h) ?? 0n) + 1n);
+    }
+  }
   return {
     count: opts.count,
     seconds,
@@ -1332,7 +1348,7 @@ function printWrite(w, runs) {
     ]);
     if (m.stalled)
       notes.push(
-        `  ${name}: ${stallText(m)}${run.server.id === "anvil" ? "; Anvil's automine misses transactions that arrive while it mines a block (foundry-rs/foundry#10122), --wait-receipts avoids it" : ""}`,
+        `  ${name}: ${stallText(m)}${run.server.id === "anvil" ? "; Anvil's automine misses transactions that arrive while it mines a block (foundry-rs/foundry#10122); waiting for each receipt (the default) avoids it" : ""}`,
       );
     if (m.blocks !== m.count)
       notes.push(`  ${name}: ${fmtInt(m.count)} transactions went into ${fmtInt(m.blocks)} blocks`);

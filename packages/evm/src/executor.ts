@@ -9,6 +9,7 @@ import {
   contractAddress,
   type Hash32,
   hexToBytes,
+  keccak256,
   type Log,
   type NetworkPreset,
   type Receipt,
@@ -120,7 +121,7 @@ export class Executor {
       { chainId: network.chainId, name: `nodex-${network.name}` },
       Mainnet,
       // ECRECOVER recovers on the backend of transaction senders (libsecp256k1 or noble).
-      { hardfork: EVM_HARDFORK, customCrypto: { ecrecover } },
+      { hardfork: EVM_HARDFORK, customCrypto: { ecrecover, keccak256 } },
     );
   }
 

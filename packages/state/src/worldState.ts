@@ -2,7 +2,7 @@ import { Common, Mainnet } from "@ethereumjs/common";
 import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
 import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
-import { type Address, bytesToUnprefixedHex } from "@nodex/types";
+import { type Address, bytesToUnprefixedHex, keccak256 } from "@nodex/types";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
 import type { NodeStore } from "./nodeStore.js";
@@ -14,10 +14,7 @@ export { EMPTY_TRIE_ROOT };
  * millisecond per state opened, and a state is opened for every new head). A state manager only
  * reads it; execution has its own per network (`@nodex/evm`).
  */
-const STATE_COMMON = new Common({ chain: Mainnet });
-
-/** Trie nodes each state keeps in memory once read. */
-const TRIE_NODE_CACHE = 10_000;
+const STATE_COMMON = new Common({ chain: Mainnet, customCrypto: { keccak256 } });
 
 export interface AccountState {
   readonly nonce: bigint;
@@ -61,8 +58,13 @@ export class WorldState {
     const trie: MerklePatriciaTrie = await createMPT({
       db: store,
       useKeyHashing: true,
+      // Keys and nodes hashed with the node's keccak256 (WebAssembly), not the trie's own.
+      useKeyHashingFunction: keccak256,
       valueEncoding: ValueEncoding.Bytes,
-      cacheSize: TRIE_NODE_CACHE,
+      // No cache of its own: the store's cache (`NodeCache`) is shared by every state the node
+      // opens, and a trie's own (an LRU of preallocated arrays) cost ~200 kB per state opened,
+      // that is per new head.
+      cacheSize: 0,
     });
     if (root !== undefined) {
       if (!(await trie.checkRoot(root))) {

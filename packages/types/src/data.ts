@@ -1,6 +1,6 @@
-import { keccak_256 } from "@noble/hashes/sha3.js";
 import { CodecError } from "./errors.js";
 import { bytesToHex, decodeHexDigits, type Hex, hexDigit } from "./hex.js";
+import { keccak256 } from "./keccak.js";
 import { expectHexString } from "./quantity.js";
 
 export type Address = Uint8Array & { readonly __brand: "Address" };
@@ -54,7 +54,7 @@ export function parseBloom(value: unknown, arg = 0): Uint8Array {
 /** EIP-55 mixed-case checksum form of a 20-byte address. */
 export function toChecksumAddress(address: Uint8Array): string {
   const lower = bytesToHex(address).slice(2);
-  const hash = keccak_256(new TextEncoder().encode(lower));
+  const hash = keccak256(new TextEncoder().encode(lower));
   let out = "0x";
   for (let i = 0; i < lower.length; i++) {
     const nibble = i % 2 === 0 ? hash[i >> 1]! >> 4 : hash[i >> 1]! & 0x0f;

@@ -1,8 +1,8 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
-import { keccak_256 } from "@noble/hashes/sha3.js";
 import { HDKey } from "@scure/bip32";
 import { mnemonicToSeedSync } from "@scure/bip39";
 import type { Address } from "./data.js";
+import { keccak256 } from "./keccak.js";
 
 export const DEV_MNEMONIC = "test test test test test test test test test test test junk";
 
@@ -15,7 +15,7 @@ export interface DevAccount {
 
 export function privateKeyToAddress(privateKey: Uint8Array): Address {
   const publicKey = secp256k1.getPublicKey(privateKey, false);
-  return keccak_256(publicKey.subarray(1)).slice(12) as Address;
+  return keccak256(publicKey.subarray(1)).slice(12) as Address;
 }
 
 let cached: readonly DevAccount[] | undefined;
@@ -35,7 +35,7 @@ export function deriveDevAccounts(): readonly DevAccount[] {
   }
   for (let i = 0; i < 10; i++) {
     const seed = i === 0 ? "cow" : `cow${i}`;
-    const privateKey = keccak_256(new TextEncoder().encode(seed));
+    const privateKey = keccak256(new TextEncoder().encode(seed));
     accounts.push(
       Object.freeze({
         address: privateKeyToAddress(privateKey),

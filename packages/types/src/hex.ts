@@ -1,5 +1,3 @@
-import { keccak_256 } from "@noble/hashes/sha3.js";
-
 export type Hex = `0x${string}`;
 
 const HEX_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) =>
@@ -47,8 +45,4 @@ export function hexToBytes(hex: string): Uint8Array {
   if (bytes === undefined)
     throw new TypeError(`malformed hex string ${JSON.stringify(hex.slice(0, 80))}`);
   return bytes;
-}
-
-export function keccak256(data: Uint8Array): Uint8Array {
-  return keccak_256(data);
 }

@@ -1,5 +1,5 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
-import { keccak256 } from "./hex.js";
+import { keccak256 } from "./keccak.js";
 
 const PREFIX = "\x19Ethereum Signed Message:\n";
 

@@ -1,5 +1,5 @@
 import type { Address } from "../data.js";
-import { keccak256 } from "../hex.js";
+import { keccak256 } from "../keccak.js";
 import { DecodeError, expectList, rlpDecode, rlpListOfEncoded } from "./codec.js";
 import { type BlockHeader, encodeHeader, headerFromItem } from "./header.js";
 import { type SignedTransaction, transactionFromItem } from "./transaction.js";

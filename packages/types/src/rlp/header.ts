@@ -1,4 +1,4 @@
-import { keccak256 } from "../hex.js";
+import { keccak256 } from "../keccak.js";
 import {
   bigintToBytes,
   bytesToBigint,

@@ -3,7 +3,7 @@ import { bigintToBytesBE } from "../bytes.js";
 import type { Address, Hash32 } from "../data.js";
 import { privateKeyToAddress } from "../devAccounts.js";
 import { NodexError } from "../errors.js";
-import { keccak256 } from "../hex.js";
+import { keccak256 } from "../keccak.js";
 import { recoverPublicKey } from "../signatureRecovery.js";
 import {
   bigintToBytes,
