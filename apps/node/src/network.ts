@@ -1,4 +1,4 @@
-import { type Chain, type ConsensusRules, hashForMergedMining } from "@nodex/chain";
+import { AncestryMemo, type Chain, type ConsensusRules, hashForMergedMining } from "@nodex/chain";
 import { P2PService } from "@nodex/p2p";
 import type { PeersView, ScoringView } from "@nodex/rpc";
 import type { TxAdmission } from "@nodex/txpool";
@@ -17,6 +17,9 @@ export async function createNetwork(
   submit: (raw: Uint8Array) => Promise<unknown>,
   logger: Logger,
 ): Promise<P2PService> {
+  // Fork-detection data worked out for one header serves its descendants (keyed by block hash,
+  // so right whatever the branch).
+  const memo = new AncestryMemo();
   const checkSeal = async (
     header: BlockHeader,
     pending: ReadonlyMap<string, BlockHeader>,
@@ -28,7 +31,7 @@ export async function createNetwork(
     };
     let hfmm: Uint8Array;
     try {
-      hfmm = await hashForMergedMining(source, header);
+      hfmm = await hashForMergedMining(source, header, memo);
     } catch (err) {
       return `no merged-mining hash: ${(err as Error).message}`;
     }

@@ -22,7 +22,7 @@ import {
   type Receipt,
   type SignedTransaction,
 } from "@nodex/types";
-import { hashForMergedMining, hashForMergedMiningOrEmpty } from "./ancestry.js";
+import { AncestryMemo, hashForMergedMining, hashForMergedMiningOrEmpty } from "./ancestry.js";
 import {
   BlockStore,
   blockDeletes,
@@ -131,6 +131,8 @@ export class Chain {
   readonly #production: BlockProduction;
   /** Recent blocks off the canonical chain: uncles for the next blocks. */
   readonly #sideBlocks = new SideBlocks();
+  /** Fork-detection data already worked out (see `hashForMergedMining`). */
+  readonly #ancestry = new AncestryMemo();
   /** Trie nodes read from disk, shared by every state this chain opens. */
   readonly #nodes: NodeCache;
   /** Told of each change of the head. */
@@ -263,7 +265,7 @@ export class Chain {
    * `ancestry.ts`). Throws `ChainError` when an ancestor is missing.
    */
   hashForMergedMining(header: BlockHeader): Promise<Uint8Array> {
-    return hashForMergedMining(this, header);
+    return hashForMergedMining(this, header, this.#ancestry);
   }
 
   /** Blocks that keep their state, counting back from the head; `undefined` for all (archive). */
@@ -353,7 +355,9 @@ export class Chain {
       ancestors.map((a) => ({ hash: a.hash, header: a.block.header })),
       includedUncles(ancestors),
       this.#rules,
-      await Promise.all(block.uncles.map((uncle) => hashForMergedMiningOrEmpty(this, uncle))),
+      await Promise.all(
+        block.uncles.map((uncle) => hashForMergedMiningOrEmpty(this, uncle, this.#ancestry)),
+      ),
     );
     if (unclesWhy !== undefined) return invalid(unclesWhy);
     const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));

@@ -1,4 +1,4 @@
-export { type HeaderSource, hashForMergedMining } from "./ancestry.js";
+export { AncestryMemo, type HeaderSource, hashForMergedMining } from "./ancestry.js";
 export {
   type ChainCacheSizes,
   cumulativeDifficulty,

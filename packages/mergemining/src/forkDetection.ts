@@ -36,16 +36,20 @@ function checkHeight(height: bigint): void {
  * - byte 7: the sum of the uncle counts of the 32 most recent blocks (index 0 = parent), capped at 255;
  * - bytes 8..11: `height`, big-endian.
  */
-export function forkDetectionData(opts: {
-  readonly cpvBitcoinHeaders: readonly Uint8Array[];
-  readonly uncleCounts: readonly number[];
-  readonly height: bigint;
-}): Uint8Array {
+export function forkDetectionData(
+  opts: {
+    readonly uncleCounts: readonly number[];
+    readonly height: bigint;
+  } & (
+    | { readonly cpvBitcoinHeaders: readonly Uint8Array[] }
+    /** The 7 CPV bytes, as `cpvBytes` gives them (they change once every 64 blocks). */
+    | { readonly cpv: Uint8Array }
+  ),
+): Uint8Array {
   checkHeight(opts.height);
-  if (opts.cpvBitcoinHeaders.length !== CPV_COUNT) {
-    throw invalidArgument(
-      `want ${CPV_COUNT} Bitcoin headers, got ${opts.cpvBitcoinHeaders.length}`,
-    );
+  const cpv = "cpv" in opts ? opts.cpv : cpvBytes(opts.cpvBitcoinHeaders);
+  if (cpv.length !== CPV_COUNT) {
+    throw invalidArgument(`want ${CPV_COUNT} CPV bytes, got ${cpv.length}`);
   }
   if (opts.uncleCounts.length !== FORK_DETECTION_UNCLE_WINDOW) {
     throw invalidArgument(
@@ -53,14 +57,7 @@ export function forkDetectionData(opts: {
     );
   }
   const out = new Uint8Array(12);
-  opts.cpvBitcoinHeaders.forEach((h, i) => {
-    if (h.length !== BITCOIN_HEADER_SIZE) {
-      throw invalidArgument(
-        `Bitcoin header ${i} is ${h.length} bytes, want ${BITCOIN_HEADER_SIZE}`,
-      );
-    }
-    out[i] = doubleSha256(h)[0]!;
-  });
+  out.set(cpv, 0);
   let uncles = 0;
   for (const u of opts.uncleCounts) {
     if (!Number.isInteger(u) || u < 0) throw invalidArgument(`bad uncle count ${u}`);
@@ -68,6 +65,26 @@ export function forkDetectionData(opts: {
   }
   out[7] = Math.min(uncles, 255);
   writeU32BE(out, 8, Number(opts.height));
+  return out;
+}
+
+/**
+ * The CPV bytes of fork-detection data: the first raw byte of the double-SHA256 of each of the
+ * Bitcoin headers at `cpvHeights(height)`, in that order.
+ */
+export function cpvBytes(cpvBitcoinHeaders: readonly Uint8Array[]): Uint8Array {
+  if (cpvBitcoinHeaders.length !== CPV_COUNT) {
+    throw invalidArgument(`want ${CPV_COUNT} Bitcoin headers, got ${cpvBitcoinHeaders.length}`);
+  }
+  const out = new Uint8Array(CPV_COUNT);
+  cpvBitcoinHeaders.forEach((h, i) => {
+    if (h.length !== BITCOIN_HEADER_SIZE) {
+      throw invalidArgument(
+        `Bitcoin header ${i} is ${h.length} bytes, want ${BITCOIN_HEADER_SIZE}`,
+      );
+    }
+    out[i] = doubleSha256(h)[0]!;
+  });
   return out;
 }
 

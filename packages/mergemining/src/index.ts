@@ -26,6 +26,7 @@ export { doubleSha256 } from "./doubleSha256.js";
 export { MergeMiningError, MergeMiningErrorCode } from "./errors.js";
 export {
   CPV_COUNT,
+  cpvBytes,
   cpvHeights,
   FORK_DETECTION_UNCLE_WINDOW,
   forkDetectionData,

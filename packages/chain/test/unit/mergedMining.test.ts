@@ -8,7 +8,13 @@ import {
   NETWORKS,
 } from "@nodex/types";
 import { describe, expect, it } from "vitest";
-import { type Chain, mergedMiningRules, SYNTHETIC_SEALER } from "../../src/index.js";
+import {
+  AncestryMemo,
+  type Chain,
+  hashForMergedMining,
+  mergedMiningRules,
+  SYNTHETIC_SEALER,
+} from "../../src/index.js";
 import { chainFactory, MINER, network, withHeader } from "./fixtures.js";
 
 const rules = mergedMiningRules(network);
@@ -119,6 +125,30 @@ describe("merged mining on the chain", () => {
     for (const block of blocks)
       expect((await node.importBlock(block)).result).toBe("IMPORTED_BEST");
     expect(bytesToHex(node.head.hash)).toBe(bytesToHex(source.head.hash));
+  }, 60_000);
+
+  it("works out the same fork-detection data with and without what it remembers, on either branch", async () => {
+    // Two chains share 460 blocks, then go 80 blocks each their own way (other times, so other
+    // blocks), across a checkpoint boundary (every 64 blocks).
+    const a = await newChain();
+    const shared = await mineEmpty(a, 460);
+    const b = await newChain();
+    for (const block of shared) expect((await b.importBlock(block)).result).toBe("IMPORTED_BEST");
+    const ownA = await mineEmpty(a, 80, 5_000n);
+    const ownB = await mineEmpty(b, 80, 9_000n);
+    for (const block of ownB) await a.importBlock(block);
+    const headers = [...shared.slice(440), ...ownA, ...ownB].map((block) => block.header);
+    const memo = new AncestryMemo(16);
+    // Newest first, then oldest first: the memo is cold, then warm.
+    for (const header of [...headers].reverse().concat(headers)) {
+      const plain = await hashForMergedMining(a, header);
+      expect(bytesToHex(await hashForMergedMining(a, header, memo))).toBe(bytesToHex(plain));
+      expect(bytesToHex(await a.hashForMergedMining(header))).toBe(bytesToHex(plain));
+    }
+    // The branches differ in their fork-detection data past their common checkpoints.
+    const atA = await hashForMergedMining(a, ownA[79]!.header);
+    const atB = await hashForMergedMining(a, ownB[79]!.header);
+    expect(bytesToHex(atA.subarray(20, 27))).not.toBe(bytesToHex(atB.subarray(20, 27)));
   }, 60_000);
 });
 
