@@ -1,3 +1,4 @@
+import "./quietDebug.js";
 import { Common, Mainnet } from "@ethereumjs/common";
 import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
