@@ -20,6 +20,7 @@ import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
+import { installFastMstore, installFastSteps } from "./fastSteps.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
@@ -105,6 +106,9 @@ export function intrinsicGas(tx: {
   return gas;
 }
 
+/** The interpreter's patches, installed by the first EVM made (see `#createEVM`). */
+let interpreterFound: Promise<void> | undefined;
+
 /**
  * Runs transactions and calls on `@ethereumjs/evm` with the chain's rules: legacy gas pricing,
  * no base fee, fees to the block's miner, the opcodes of `EVM_HARDFORK`.
@@ -141,11 +145,16 @@ export class Executor {
       // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
-    const Interpreter = await findInterpreter(evm);
-    if (Interpreter !== undefined) {
-      installJumpAnalysisCache(Interpreter);
-      installStepHook(Interpreter);
-    }
+    installFastMstore(evm);
+    // Found once, with a tiny run: every EVM shares the class.
+    interpreterFound ??= findInterpreter(evm).then((Interpreter) => {
+      if (Interpreter !== undefined) {
+        installJumpAnalysisCache(Interpreter);
+        installStepHook(Interpreter);
+        installFastSteps(Interpreter);
+      }
+    });
+    await interpreterFound;
     return evm;
   }
 

@@ -1,0 +1,212 @@
+import { EVMError } from "@ethereumjs/evm";
+
+/**
+ * The parts of `@ethereumjs/evm`'s `Interpreter` (not exported; see `findInterpreter`) that the
+ * step loop below uses. It reads them as the library's own loop does.
+ */
+interface OpcodeInfo {
+  readonly code: number;
+  readonly feeBigInt: bigint;
+  readonly dynamicGas: boolean;
+  readonly isInvalid: boolean;
+}
+
+interface OpcodeEntry {
+  readonly opcodeInfo: OpcodeInfo;
+  opHandler: (runState: RunState, common: unknown) => unknown;
+  readonly gasHandler: (
+    runState: RunState,
+    gas: bigint,
+    common: unknown,
+  ) => bigint | Promise<bigint>;
+}
+
+interface RunState {
+  programCounter: number;
+  opCode: number;
+  code: Uint8Array;
+  validJumps: Uint8Array;
+  cachedPushes: Record<number, bigint>;
+  shouldDoJumpAnalysis: boolean;
+  gasLeft: bigint;
+  eip7928PostTargetCallOog?: unknown;
+  eip8037BurnLeftoverAfterCreateHaltOntoAlive?: boolean;
+  readonly env: { readonly accessWitness?: { commit(): void; revert(): void } };
+  readonly stack: { popN(n: number): bigint[] };
+  readonly memory: { write(offset: number, size: number, value: Uint8Array): void };
+}
+
+interface InterpreterLike {
+  readonly _runState: RunState;
+  readonly common: { isActivatedEIP(eip: number): boolean };
+  readonly profilerOpts?: { readonly enabled?: boolean };
+  readonly _evm: {
+    readonly DEBUG: boolean;
+    readonly events: { listenerCount(event: string): number };
+  };
+  run(code: Uint8Array, opts?: { pc?: number }): Promise<RunResult>;
+  runStep(entry?: OpcodeEntry): Promise<void>;
+  lookupOpInfo(op: number): OpcodeEntry;
+  useGas(amount: bigint, context?: unknown): void;
+  _getValidJumpDestinations(code: Uint8Array): {
+    jumps: Uint8Array;
+    pushes: Record<number, bigint>;
+    opcodesCached: OpcodeEntry[];
+  };
+}
+
+interface RunResult {
+  readonly runState: RunState;
+  readonly exceptionError: EVMError | undefined;
+}
+
+const installed = new WeakSet<object>();
+
+/**
+ * Makes the interpreter run an opcode without a promise when nothing in it waits: the library's
+ * loop awaits an async `runStep` for every opcode, though most (arithmetic, stack, memory) never
+ * wait for anything. This loop calls the same gas and opcode handlers in the same order, with
+ * the same checks, and awaits only what returns a promise (state reads, calls, creates). Gas,
+ * results and errors are the library's: the EVM tests and the trace comparison with Hardhat run
+ * on it.
+ *
+ * Whatever this loop does not cover runs the library's own loop: EOF code (EIP-3540), the
+ * profiler, step listeners (tracing) and debug output, and the verkle/binary-tree EIPs.
+ */
+export function installFastSteps(Interpreter: { readonly prototype: object }): void {
+  const proto = Interpreter.prototype as InterpreterLike;
+  if (installed.has(proto)) return;
+  const libraryRun = proto.run;
+  if (
+    typeof libraryRun !== "function" ||
+    typeof proto.runStep !== "function" ||
+    typeof proto.lookupOpInfo !== "function" ||
+    typeof proto.useGas !== "function" ||
+    typeof proto._getValidJumpDestinations !== "function"
+  )
+    return;
+  installed.add(proto);
+  proto.run = function (this: InterpreterLike, code: Uint8Array, opts = {}): Promise<RunResult> {
+    const common = this.common;
+    if (
+      (code[0] === 0xef && common.isActivatedEIP(3540)) ||
+      common.isActivatedEIP(6800) ||
+      common.isActivatedEIP(7864) ||
+      this.profilerOpts?.enabled === true ||
+      this._evm.DEBUG ||
+      this._evm.events.listenerCount("step") > 0
+    )
+      return libraryRun.call(this, code, opts);
+    return runLegacy(this, code, opts);
+  };
+}
+
+async function runLegacy(
+  interpreter: InterpreterLike,
+  code: Uint8Array,
+  opts: { pc?: number },
+): Promise<RunResult> {
+  const rs = interpreter._runState;
+  rs.code = code;
+  rs.programCounter = opts.pc ?? rs.programCounter;
+  const start = rs.programCounter;
+  if (start !== 0 && (start < 0 || start >= rs.code.length))
+    throw new Error("Internal error: program counter not in range");
+  let err: EVMError | undefined;
+  let cached: OpcodeEntry[] | undefined;
+  while (rs.programCounter < rs.code.length) {
+    const pc = rs.programCounter;
+    let opCode: number;
+    let entry: OpcodeEntry | undefined;
+    if (cached === undefined) {
+      opCode = rs.code[pc]!;
+      // As the library: the jump analysis runs at the first jump, and from then on the
+      // analysed table gives each position's opcode.
+      if (opCode === 0x56 || opCode === 0x57 || opCode === 0x5e) {
+        const analysis = interpreter._getValidJumpDestinations(rs.code);
+        rs.validJumps = analysis.jumps;
+        rs.cachedPushes = analysis.pushes;
+        rs.shouldDoJumpAnalysis = false;
+        cached = analysis.opcodesCached;
+      }
+    } else {
+      entry = cached[pc]!;
+      opCode = entry.opcodeInfo.code;
+    }
+    rs.opCode = opCode;
+    try {
+      const waiting = step(interpreter, rs, entry);
+      if (waiting !== undefined) await waiting;
+    } catch (e) {
+      rs.env.accessWitness?.revert();
+      if (!(e instanceof Object && "errorType" in e && e.errorType === "EVMError")) throw e;
+      if ((e as EVMError).error !== EVMError.errorMessages.STOP) err = e as EVMError;
+      break;
+    }
+  }
+  if (
+    err === undefined &&
+    rs.eip8037BurnLeftoverAfterCreateHaltOntoAlive === true &&
+    rs.gasLeft > 0n
+  ) {
+    rs.gasLeft = 0n;
+    err = new EVMError(EVMError.errorMessages.OUT_OF_GAS);
+  }
+  return { runState: rs, exceptionError: err };
+}
+
+/** One opcode, as the library's `runStep`: a promise only when a handler returned one. */
+function step(
+  interpreter: InterpreterLike,
+  rs: RunState,
+  given: OpcodeEntry | undefined,
+): Promise<void> | undefined {
+  // A call's deferred out-of-gas (EIP-7928) is settled by the library's own step.
+  if (rs.eip7928PostTargetCallOog !== undefined) return interpreter.runStep(given);
+  const entry = given ?? interpreter.lookupOpInfo(rs.opCode);
+  const info = entry.opcodeInfo;
+  if (info.dynamicGas) {
+    const gas = entry.gasHandler(rs, info.feeBigInt, interpreter.common);
+    if (typeof gas === "bigint") return execute(interpreter, rs, entry, gas);
+    return gas.then((g) => execute(interpreter, rs, entry, g));
+  }
+  return execute(interpreter, rs, entry, info.feeBigInt);
+}
+
+function execute(
+  interpreter: InterpreterLike,
+  rs: RunState,
+  entry: OpcodeEntry,
+  gas: bigint,
+): Promise<void> | undefined {
+  const info = entry.opcodeInfo;
+  if (info.isInvalid) throw new EVMError(EVMError.errorMessages.INVALID_OPCODE);
+  interpreter.useGas(gas, info);
+  rs.programCounter++;
+  const done = entry.opHandler(rs, interpreter.common);
+  if (done instanceof Promise) return done.then(() => rs.env.accessWitness?.commit());
+  rs.env.accessWitness?.commit();
+  return undefined;
+}
+
+/**
+ * MSTORE without `@ethereumjs/util`'s `setLengthLeft`, which pads through array spreads: the word
+ * goes into 32 bytes directly. Same memory write, same errors (the stack's).
+ */
+export function fastMstore(runState: RunState): void {
+  const [offset, word] = runState.stack.popN(2) as [bigint, bigint];
+  const buf = new Uint8Array(32);
+  const view = new DataView(buf.buffer);
+  view.setBigUint64(0, word >> 192n);
+  view.setBigUint64(8, BigInt.asUintN(64, word >> 128n));
+  view.setBigUint64(16, BigInt.asUintN(64, word >> 64n));
+  view.setBigUint64(24, BigInt.asUintN(64, word));
+  runState.memory.write(Number(offset), 32, buf);
+}
+
+/** Puts `fastMstore` in an EVM's opcode table (each EVM has its own). */
+export function installFastMstore(evm: object): void {
+  const map = (evm as { _opcodeMap?: (OpcodeEntry | undefined)[] })._opcodeMap;
+  const entry = map?.[0x52];
+  if (entry !== undefined && entry.opcodeInfo.code === 0x52) entry.opHandler = fastMstore as never;
+}

@@ -1,0 +1,282 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database, NodeStore, WorldState } from "@nodex/state";
+import {
+  type Address,
+  bytesToHex,
+  contractAddress,
+  deriveDevAccounts,
+  hexToBytes,
+  NETWORKS,
+  signTransaction,
+  type UnsignedTransaction,
+} from "@nodex/types";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type BlockContext, Executor } from "../../src/index.js";
+
+const [alice] = deriveDevAccounts();
+const BLOCK: BlockContext = {
+  number: 1n,
+  timestamp: 1_700_000_000n,
+  coinbase: hexToBytes("0x00000000000000000000000000000000000000cb") as Address,
+  gasLimit: 30_000_000n,
+  difficulty: 1n,
+  minimumGasPrice: 1n,
+};
+
+/** A seeded generator, so that a failure names a program that can be run again. */
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s;
+  };
+}
+
+// Opcodes that touch no other account, with how many words each takes from the stack and
+// puts back: arithmetic, comparison, bits, hashing, the environment, memory, storage, logs.
+const OPS: readonly [op: number, pops: number, pushes: number][] = [
+  [0x01, 2, 1],
+  [0x02, 2, 1],
+  [0x03, 2, 1],
+  [0x04, 2, 1],
+  [0x05, 2, 1],
+  [0x06, 2, 1],
+  [0x07, 2, 1],
+  [0x08, 3, 1],
+  [0x09, 3, 1],
+  [0x0a, 2, 1],
+  [0x0b, 2, 1],
+  [0x10, 2, 1],
+  [0x11, 2, 1],
+  [0x12, 2, 1],
+  [0x13, 2, 1],
+  [0x14, 2, 1],
+  [0x15, 1, 1],
+  [0x16, 2, 1],
+  [0x17, 2, 1],
+  [0x18, 2, 1],
+  [0x19, 1, 1],
+  [0x1a, 2, 1],
+  [0x1b, 2, 1],
+  [0x1c, 2, 1],
+  [0x1d, 2, 1],
+  [0x20, 2, 1],
+  [0x30, 0, 1],
+  [0x31, 1, 1],
+  [0x32, 0, 1],
+  [0x33, 0, 1],
+  [0x34, 0, 1],
+  [0x35, 1, 1],
+  [0x36, 0, 1],
+  [0x38, 0, 1],
+  [0x3a, 0, 1],
+  [0x43, 0, 1],
+  [0x47, 0, 1],
+  [0x50, 1, 0],
+  [0x51, 1, 1],
+  [0x52, 2, 0],
+  [0x53, 2, 0],
+  [0x54, 1, 1],
+  [0x55, 2, 0],
+  [0x58, 0, 1],
+  [0x59, 0, 1],
+  [0x5a, 0, 1],
+  [0x5b, 0, 0],
+  [0x5f, 0, 1],
+  [0x80, 1, 2],
+  [0x81, 2, 3],
+  [0x82, 3, 4],
+  [0x90, 2, 2],
+  [0x91, 3, 3],
+  [0xa0, 2, 0],
+  [0xa1, 3, 0],
+  [0xa2, 4, 0],
+];
+/** Pops of the opcodes whose first argument is a memory offset or size (kept small). */
+const MEMORY_OPS = new Set([0x20, 0x51, 0x52, 0x53, 0xa0, 0xa1, 0xa2]);
+
+/**
+ * A random program that mostly runs to its end: each opcode only when the stack holds its
+ * arguments, memory offsets pushed small, and now and then something that fails on purpose (a
+ * stray jump, an invalid opcode, a revert, a stack underflow).
+ */
+function program(next: () => number): Uint8Array {
+  const out: number[] = [];
+  let depth = 0;
+  const length = 20 + (next() % 200);
+  while (out.length < length) {
+    const r = next() % 1000;
+    if (r < 3) {
+      out.push(0xfe); // INVALID
+    } else if (r < 6) {
+      out.push(0x60, next() % 256, 0x56); // JUMP, most likely to no JUMPDEST
+    } else if (r < 9) {
+      out.push(0x60, 0, 0x60, 0, 0xfd); // REVERT
+      depth += 0;
+    } else if (r < 12) {
+      out.push(0x50); // POP, maybe of nothing
+      depth = Math.max(0, depth - 1);
+    } else if (r < 400 || depth < 4) {
+      if (next() % 8 === 0) {
+        const n = 1 + (next() % 32);
+        out.push(0x5f + n);
+        for (let i = 0; i < n; i++) out.push(next() & 0xff);
+      } else {
+        out.push(0x60, next() % 128);
+      }
+      depth++;
+    } else {
+      const [op, pops, pushes] = OPS[next() % OPS.length]!;
+      if (depth < pops) continue;
+      // Memory opcodes get a small offset and size on top of the stack.
+      if (MEMORY_OPS.has(op)) {
+        out.push(0x60, next() % 64, 0x60, next() % 128);
+        if (op === 0x20 || op >= 0xa0) out.push(0x90); // SWAP1: size, then offset
+        depth += 2;
+      }
+      out.push(op);
+      depth += pushes - pops;
+    }
+    if (depth > 1000) break;
+  }
+  out.push(0x60, 32, 0x60, 0, 0xf3); // RETURN the first word of memory
+  return Uint8Array.from(out);
+}
+
+/** Init code that deploys `runtime`. */
+function deployCode(runtime: Uint8Array): Uint8Array {
+  const n = runtime.length;
+  return Uint8Array.from([
+    0x61,
+    n >> 8,
+    n & 0xff,
+    0x80,
+    0x60,
+    12,
+    0x60,
+    0,
+    0x39,
+    0x60,
+    0,
+    0xf3,
+    ...runtime,
+  ]);
+}
+
+function tx(fields: Partial<UnsignedTransaction>, nonce: bigint) {
+  return signTransaction(
+    {
+      nonce,
+      gasPrice: 1n,
+      gasLimit: 300_000n,
+      to: null,
+      value: 0n,
+      data: new Uint8Array(),
+      ...fields,
+    },
+    alice!.privateKey,
+    33,
+  );
+}
+
+let dir: string;
+let db: Database;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "nodex-fast-"));
+  db = await Database.open(join(dir, "db"));
+});
+afterEach(async () => {
+  await db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the interpreter's step loop", () => {
+  it("gives the library loop's results on random programs: gas, status, output, logs, state", async () => {
+    const executor = new Executor(NETWORKS.regtest);
+    const states: WorldState[] = [];
+    for (let i = 0; i < 2; i++) {
+      const state = await WorldState.open(new NodeStore(db));
+      await state.setBalance(alice!.address, 10n ** 24n);
+      await state.commit();
+      states.push(state);
+    }
+    const [fast, library] = states as [WorldState, WorldState];
+    // A tracer puts a step listener on the EVM, which makes it run the library's own loop.
+    const tracer = {};
+    const next = random(20261124);
+    let nonce = 0n;
+    let failures = 0;
+    let succeeded = 0;
+    for (let i = 0; i < 150; i++) {
+      const code = program(next);
+      const deploy = tx({ data: deployCode(code) }, nonce);
+      const at = contractAddress(alice!.address, nonce);
+      nonce++;
+      const calldata = Uint8Array.from({ length: next() % 64 }, () => next() & 0xff);
+      const call = tx({ to: at, data: calldata, value: BigInt(next() % 3) }, nonce);
+      nonce++;
+      let gasUsed = 0n;
+      for (const t of [deploy, call]) {
+        const a = await executor.executeTransaction(fast, t, BLOCK, gasUsed);
+        const b = await executor.executeTransaction(library, t, BLOCK, gasUsed, tracer);
+        const what = `program ${i} ${bytesToHex(code)}`;
+        expect(a.status, what).toBe(b.status);
+        expect(a.gasUsed, what).toBe(b.gasUsed);
+        expect(a.error, what).toBe(b.error);
+        expect(bytesToHex(a.returnValue ?? new Uint8Array()), what).toBe(
+          bytesToHex(b.returnValue ?? new Uint8Array()),
+        );
+        expect(
+          a.logs.map((l) => [l.address, l.topics, l.data]),
+          what,
+        ).toEqual(b.logs.map((l) => [l.address, l.topics, l.data]));
+        if (t === call) {
+          if (a.status === 0) failures++;
+          else succeeded++;
+        }
+        gasUsed = a.cumulativeGasUsed;
+      }
+    }
+    expect(bytesToHex(await fast.commit())).toBe(bytesToHex(await library.commit()));
+    // The programs go both ways: most run to the end, some fail (jumps, reverts, gas).
+    expect(succeeded).toBeGreaterThan(60);
+    expect(failures).toBeGreaterThan(10);
+  }, 60_000);
+
+  it("stores words with MSTORE as 32 big-endian bytes", async () => {
+    const executor = new Executor(NETWORKS.regtest);
+    const state = await WorldState.open(new NodeStore(db));
+    await state.setBalance(alice!.address, 10n ** 24n);
+    await state.commit();
+    const next = random(7);
+    const words = [0n, 1n, 0xffn, 2n ** 64n - 1n, 2n ** 64n, 2n ** 255n, 2n ** 256n - 1n];
+    for (let i = 0; i < 40; i++)
+      words.push(
+        BigInt(
+          `0x${Array.from({ length: 8 }, () => next().toString(16).padStart(8, "0")).join("")}`,
+        ) >> BigInt(next() % 256),
+      );
+    let nonce = 0n;
+    for (const word of words) {
+      const offset = next() % 33;
+      const hex = word.toString(16).padStart(64, "0");
+      // PUSH32 word, PUSH1 offset, MSTORE, RETURN 96 bytes of memory from 0.
+      const runtime = hexToBytes(`0x7f${hex}60${offset.toString(16).padStart(2, "0")}5260606000f3`);
+      const at = contractAddress(alice!.address, nonce);
+      await executor.executeTransaction(
+        state,
+        tx({ data: deployCode(runtime) }, nonce++),
+        BLOCK,
+        0n,
+      );
+      const out = await executor.executeTransaction(state, tx({ to: at }, nonce++), BLOCK, 0n);
+      const expected = new Uint8Array(96);
+      expected.set(hexToBytes(`0x${hex}`), offset);
+      expect(bytesToHex(out.returnValue ?? new Uint8Array()), `${word} at ${offset}`).toBe(
+        bytesToHex(expected),
+      );
+    }
+  });
+});
