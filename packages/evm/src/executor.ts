@@ -20,7 +20,7 @@ import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
-import { installFastMstore, installFastSteps } from "./fastSteps.js";
+import { installFastMstore, installFastSteps, installRunInterpreter } from "./fastSteps.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
@@ -152,6 +152,7 @@ export class Executor {
         installJumpAnalysisCache(Interpreter);
         installStepHook(Interpreter);
         installFastSteps(Interpreter);
+        installRunInterpreter(Interpreter);
       }
     });
     await interpreterFound;
