@@ -20,7 +20,7 @@ import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
-import { installFastMstore, installFastSteps, installRunInterpreter } from "./fastSteps.js";
+import { installFastOpcodes, installFastSteps, installRunInterpreter } from "./fastSteps.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
@@ -145,7 +145,7 @@ export class Executor {
       // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
-    installFastMstore(evm);
+    installFastOpcodes(evm);
     // Found once, with a tiny run: every EVM shares the class.
     interpreterFound ??= findInterpreter(evm).then((Interpreter) => {
       if (Interpreter !== undefined) {

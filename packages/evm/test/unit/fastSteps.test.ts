@@ -245,6 +245,33 @@ describe("the interpreter's step loop", () => {
     expect(failures).toBeGreaterThan(10);
   }, 60_000);
 
+  it("ends a run at STOP and RETURN: what came before stays, what follows never runs", async () => {
+    const executor = new Executor(NETWORKS.regtest);
+    const state = await WorldState.open(new NodeStore(db));
+    await state.setBalance(alice!.address, 10n ** 24n);
+    await state.commit();
+    const cases: [string, string, bigint][] = [
+      // SSTORE(0, 1), STOP, SSTORE(0, 2)
+      ["600160005500600260005500", "0x", 1n],
+      // SSTORE(0, 3), MSTORE(0, 0x2a), RETURN(0, 32), SSTORE(0, 4)
+      ["6003600055602a60005260206000f3600460005500", `0x${"2a".padStart(64, "0")}`, 3n],
+    ];
+    let nonce = 0n;
+    for (const [code, output, slot] of cases) {
+      const at = contractAddress(alice!.address, nonce);
+      await executor.executeTransaction(
+        state,
+        tx({ data: deployCode(hexToBytes(`0x${code}`)) }, nonce++),
+        BLOCK,
+        0n,
+      );
+      const out = await executor.executeTransaction(state, tx({ to: at }, nonce++), BLOCK, 0n);
+      expect(out.status, code).toBe(1);
+      expect(bytesToHex(out.returnValue ?? new Uint8Array()), code).toBe(output);
+      expect(BigInt(bytesToHex(await state.getStorage(at, new Uint8Array(32)))), code).toBe(slot);
+    }
+  });
+
   it("stores words with MSTORE as 32 big-endian bytes", async () => {
     const executor = new Executor(NETWORKS.regtest);
     const state = await WorldState.open(new NodeStore(db));
