@@ -1,4 +1,13 @@
-import { type FileHandle, mkdir, open, readFile, rename } from "node:fs/promises";
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  writeSync,
+} from "node:fs";
+import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { bytesToHex, hexToBytes } from "@nodex/types";
 
@@ -43,40 +52,53 @@ export async function readJournal(path: string): Promise<JournalContents> {
   return { raws, problems };
 }
 
-/** Replaces the journal with these transactions: a temp file, fsync, then rename over the old. */
-export async function writeJournal(path: string, raws: readonly Uint8Array[]): Promise<void> {
+/**
+ * Replaces the journal with these transactions: a temp file, fsync, then rename over the old.
+ * Synchronous, like the appends: a rewrite holds a few lines (the live local transactions) and
+ * comes once per hundreds of transactions, and doing it in place keeps the pool's writes in
+ * order without a queue of file operations that every admission would wait behind.
+ */
+export function writeJournal(path: string, raws: readonly Uint8Array[]): void {
   let text = `${JOURNAL_HEADER}\n`;
   for (const raw of raws) text += `${bytesToHex(raw)}\n`;
-  await mkdir(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true });
   const temp = `${path}.tmp`;
-  const file = await open(temp, "w");
+  const fd = openSync(temp, "w");
   try {
-    await file.writeFile(text, "utf8");
-    await file.sync();
+    writeSync(fd, text);
+    fsyncSync(fd);
   } finally {
-    await file.close();
+    closeSync(fd);
   }
-  await rename(temp, path);
+  renameSync(temp, path);
 }
 
 /**
- * Opens the journal for appending, writing the header first when the file is new. Appends are
- * not synced: a write the operating system took survives the node's process being killed; a
- * power cut may lose the last ones, as with geth's journal.
+ * Opens the journal for appending (a file descriptor), writing the header first when the file
+ * is new. Appends are not synced: a write the operating system took survives the node's process
+ * being killed; a power cut may lose the last ones, as with geth's journal.
  */
-export async function openJournalForAppend(path: string): Promise<FileHandle> {
-  await mkdir(dirname(path), { recursive: true });
-  const file = await open(path, "a");
+export function openJournalForAppend(path: string): number {
+  mkdirSync(dirname(path), { recursive: true });
+  const fd = openSync(path, "a");
   try {
-    if ((await file.stat()).size === 0) await file.write(`${JOURNAL_HEADER}\n`);
+    if (fstatSync(fd).size === 0) writeSync(fd, `${JOURNAL_HEADER}\n`);
   } catch (err) {
-    await file.close().catch(() => {});
+    closeSync(fd);
     throw err;
   }
-  return file;
+  return fd;
 }
 
-/** Appends one transaction's line. */
-export async function appendJournal(file: FileHandle, raw: Uint8Array): Promise<void> {
-  await file.write(`${bytesToHex(raw)}\n`);
+/**
+ * Appends one transaction's line: a write of a few hundred bytes to the page cache, done on
+ * the spot (microseconds) rather than through the thread pool.
+ */
+export function appendJournal(fd: number, raw: Uint8Array): void {
+  writeSync(fd, `${bytesToHex(raw)}\n`);
+}
+
+/** Closes a journal opened by `openJournalForAppend`. */
+export function closeJournal(fd: number): void {
+  closeSync(fd);
 }

@@ -1,8 +1,13 @@
-import type { FileHandle } from "node:fs/promises";
 import { intrinsicGas } from "@nodex/evm";
 import { type Address, bytesToHex, decodeTransaction, type SignedTransaction } from "@nodex/types";
 import { chainIdMismatch, TxPoolError, TxPoolErrorCode } from "./errors.js";
-import { appendJournal, openJournalForAppend, readJournal, writeJournal } from "./journal.js";
+import {
+  appendJournal,
+  closeJournal,
+  openJournalForAppend,
+  readJournal,
+  writeJournal,
+} from "./journal.js";
 import { type ResolvedTxPoolOptions, resolveTxPoolOptions, type TxPoolOptions } from "./options.js";
 
 /** What the pool reads of the head's state. */
@@ -87,7 +92,7 @@ export class TxPool {
   #journalError: unknown;
   #loadingJournal = false;
   /** The journal open for appending, between two rewrites. */
-  #journalFile: FileHandle | undefined;
+  #journalFile: number | undefined;
   /** Transaction lines in the journal file: the live locals plus those that left the pool. */
   #journalLines = 0;
 
@@ -718,50 +723,44 @@ export class TxPool {
   #journalChanged(): Promise<void> {
     const path = this.#opts.journalPath;
     if (path === undefined || this.#loadingJournal) return Promise.resolve();
-    this.#journalDirty = true;
-    this.#journalWrite = this.#journalWrite.then(async () => {
-      if (!this.#journalDirty) return;
+    const locals = [...this.#all.values()]
+      .filter((e) => e.local)
+      .sort((a, b) =>
+        a.account.key < b.account.key ? -1 : a.account.key > b.account.key ? 1 : byNonce(a, b),
+      )
+      .map((e) => e.tx.raw);
+    try {
+      // Appends after the rename must go to the new file, not the replaced one.
+      this.#closeJournalFile();
+      writeJournal(path, locals);
+      this.#journalLines = locals.length;
       this.#journalDirty = false;
-      const locals = [...this.#all.values()]
-        .filter((e) => e.local)
-        .sort((a, b) =>
-          a.account.key < b.account.key ? -1 : a.account.key > b.account.key ? 1 : byNonce(a, b),
-        )
-        .map((e) => e.tx.raw);
-      try {
-        // Appends after the rename must go to the new file, not the replaced one.
-        await this.#closeJournalFile();
-        await writeJournal(path, locals);
-        this.#journalLines = locals.length;
-        this.#journalError = undefined;
-      } catch (err) {
-        this.#journalError = err;
-      }
-    });
-    return this.#journalWrite;
+      this.#journalError = undefined;
+    } catch (err) {
+      this.#journalDirty = true;
+      this.#journalError = err;
+    }
+    return Promise.resolve();
   }
 
   /** Appends a new local transaction to the journal (no rewrite, no sync: see `journal.ts`). */
   #journalAppend(raw: Uint8Array): Promise<void> {
     const path = this.#opts.journalPath;
     if (path === undefined || this.#loadingJournal) return Promise.resolve();
+    // After a failed write, the journal is written whole (this transaction included).
     if (this.#journalDirty) return this.#journalChanged();
-    this.#journalWrite = this.#journalWrite.then(async () => {
-      // A rewrite queued meanwhile already has this transaction.
-      if (this.#journalDirty) return;
-      try {
-        this.#journalFile ??= await openJournalForAppend(path);
-        await appendJournal(this.#journalFile, raw);
-        this.#journalLines++;
-        this.#journalError = undefined;
-      } catch (err) {
-        this.#journalError = err;
-        // Whatever half reached the file, the next write starts from a clean rewrite.
-        this.#journalDirty = true;
-        await this.#closeJournalFile();
-      }
-    });
-    return this.#journalWrite;
+    try {
+      this.#journalFile ??= openJournalForAppend(path);
+      appendJournal(this.#journalFile, raw);
+      this.#journalLines++;
+      this.#journalError = undefined;
+    } catch (err) {
+      this.#journalError = err;
+      // Whatever half reached the file, the next write starts from a clean rewrite.
+      this.#journalDirty = true;
+      this.#closeJournalFile();
+    }
+    return Promise.resolve();
   }
 
   /**
@@ -775,10 +774,13 @@ export class TxPool {
     return Promise.resolve();
   }
 
-  async #closeJournalFile(): Promise<void> {
+  #closeJournalFile(): void {
     const file = this.#journalFile;
     this.#journalFile = undefined;
-    if (file !== undefined) await file.close().catch(() => {});
+    if (file === undefined) return;
+    try {
+      closeJournal(file);
+    } catch {}
   }
 }
 
