@@ -13,13 +13,21 @@ const sets = new WeakMap<number[], Set<number>>();
  */
 function isActivatedEIP(this: Common, eip: number): boolean {
   const list = (this as unknown as CommonInternals)._activatedEIPsCache;
-  let set = sets.get(list);
-  if (set === undefined) {
-    set = new Set(list);
-    sets.set(list, set);
+  // Every EVM's copy has the same list until a hardfork changes: the last one answers first.
+  if (list !== lastList) {
+    let set = sets.get(list);
+    if (set === undefined) {
+      set = new Set(list);
+      sets.set(list, set);
+    }
+    lastList = list;
+    lastSet = set;
   }
-  return set.has(eip);
+  return lastSet.has(eip);
 }
+
+let lastList: number[] | undefined;
+let lastSet = new Set<number>();
 
 /**
  * A copy of `common` for one EVM. Each EVM subscribes to its Common's `hardforkChanged` events
