@@ -1,5 +1,5 @@
 import { STRUCT_LOG_LIMIT_BYTES } from "@nodex/evm";
-import { type Logger, type ModuleName, signatureRecovery } from "@nodex/types";
+import { keccakBackend, type Logger, type ModuleName, signatureRecovery } from "@nodex/types";
 import { Dispatcher } from "./dispatcher.js";
 import { FilterManager } from "./filters.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
@@ -119,6 +119,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     network: deps.services.network.name,
     blockNumber: `0x${deps.services.chain.blockNumber().toString(16)}`,
     signatureRecovery: signatureRecovery().backend,
+    keccak: keccakBackend,
   });
   const ws = new WsHub(
     { ...DEFAULT_WS_OPTIONS, ...opts.ws },

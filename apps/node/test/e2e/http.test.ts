@@ -52,6 +52,7 @@ describe.each(LAYERS)("with --rpc-http-layer %s", (layer) => {
         network: "regtest",
         blockNumber: "0x0",
         signatureRecovery: expect.stringMatching(/^(libsecp256k1|noble)$/),
+        keccak: "wasm",
       });
     });
 
