@@ -81,6 +81,7 @@ export {
 } from "./rlp/receipt.js";
 export type { SignedTransaction, UnsignedTransaction } from "./rlp/transaction.js";
 export {
+  clearSenderCache,
   contractAddress,
   decodeSenders,
   decodeTransaction,

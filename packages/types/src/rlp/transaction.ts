@@ -3,6 +3,7 @@ import { bigintToBytesBE } from "../bytes.js";
 import type { Address, Hash32 } from "../data.js";
 import { privateKeyToAddress } from "../devAccounts.js";
 import { NodexError } from "../errors.js";
+import { bytesToHex } from "../hex.js";
 import { keccak256 } from "../keccak.js";
 import { recoverPublicKey } from "../signatureRecovery.js";
 import {
@@ -174,13 +175,33 @@ export function transactionFromItem(
     }
     return { ...tx, v, r, s, chainId, from: sender, hash: keccak256(raw) as Hash32, raw };
   }
+  const hash = keccak256(raw) as Hash32;
+  const key = bytesToHex(hash);
+  const known = senders.get(key);
+  if (known !== undefined)
+    return { ...tx, v, r, s, chainId, from: known.slice() as Address, hash, raw };
   const signature = new Uint8Array(64);
   signature.set(bigintToBytesBE(r, 32));
   signature.set(bigintToBytesBE(s, 32), 32);
   const publicKey = recoverPublicKey(signingHash(tx, chainId), signature, recovery);
   if (publicKey === undefined) throw invalidSignature("no public key recovers from it");
   const from = keccak256(publicKey).slice(12) as Address;
-  return { ...tx, v, r, s, chainId, from, hash: keccak256(raw) as Hash32, raw };
+  senders.set(key, from.slice() as Address);
+  if (senders.size > SENDER_CACHE_SIZE) senders.delete(senders.keys().next().value!);
+  return { ...tx, v, r, s, chainId, from, hash, raw };
+}
+
+/**
+ * Senders recovered lately, by transaction hash (of the signed RLP, which fixes the signing hash
+ * and the signature): a transaction admitted to the pool, then imported in a peer's block, is
+ * recovered once. 6,000 entries, as the reference node keeps; the oldest goes first.
+ */
+const SENDER_CACHE_SIZE = 6_000;
+const senders = new Map<string, Address>();
+
+/** Forgets the recovered senders (tests that count recoveries start from here). */
+export function clearSenderCache(): void {
+  senders.clear();
 }
 
 function invalidSignature(why: string): TransactionError {

@@ -4,6 +4,7 @@ import {
   bigintToBytes,
   bigintToBytesBE,
   bytesToBigintBE,
+  clearSenderCache,
   decodeTransaction,
   deriveDevAccounts,
   recoverPublicKey,
@@ -216,6 +217,8 @@ describe("transactions on either backend", () => {
     (backend) => {
       expect(selectSignatureRecovery(backend === NOBLE ? "noble" : "auto").backend).toBe(backend);
       expect(signatureRecovery().backend).toBe(backend);
+      // Senders recovered by the other backend's run would come from the cache.
+      clearSenderCache();
       for (const tx of signed) {
         expect(decodeTransaction(tx.raw).from).toEqual(alice!.address);
         expect(() => decodeTransaction(highS(tx.raw))).toThrow(
@@ -254,5 +257,33 @@ describe("transactions on either backend", () => {
       backend: NOBLE,
       reason: "noble was asked for",
     });
+  });
+});
+
+describe("the cache of recovered senders", () => {
+  it("gives each decode of a transaction its own copy of the sender recovered once", () => {
+    clearSenderCache();
+    const [alice] = deriveDevAccounts();
+    const tx = (nonce: number) =>
+      signTransaction(
+        {
+          nonce: BigInt(nonce),
+          gasPrice: 1n,
+          gasLimit: 21_000n,
+          to: null,
+          value: 0n,
+          data: new Uint8Array(),
+        },
+        alice!.privateKey,
+        33,
+      );
+    const first = tx(0);
+    const a = decodeTransaction(first.raw);
+    const b = decodeTransaction(first.raw);
+    expect(b.from).toEqual(alice!.address);
+    expect(b.from).not.toBe(a.from);
+    b.from.fill(0);
+    expect(decodeTransaction(first.raw).from).toEqual(alice!.address);
+    expect(decodeTransaction(tx(1).raw).from).toEqual(alice!.address);
   });
 });
