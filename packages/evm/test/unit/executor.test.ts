@@ -21,6 +21,7 @@ import {
   intrinsicGas,
   logsBloom,
 } from "../../src/index.js";
+import { deployCode } from "./bytecode.js";
 
 const [alice, bob] = deriveDevAccounts();
 const COINBASE = hexToBytes("0x00000000000000000000000000000000000000cb") as Address;
@@ -33,26 +34,6 @@ const BLOCK: BlockContext = {
   minimumGasPrice: 1n,
 };
 const GWEI = 10n ** 9n;
-
-/** Init code that deploys `runtime`: PUSH2 n, DUP1, PUSH1 12, PUSH1 0, CODECOPY, PUSH1 0, RETURN. */
-function deployCode(runtime: Uint8Array): Uint8Array {
-  const n = runtime.length;
-  return new Uint8Array([
-    0x61,
-    n >> 8,
-    n & 0xff,
-    0x80,
-    0x60,
-    12,
-    0x60,
-    0,
-    0x39,
-    0x60,
-    0,
-    0xf3,
-    ...runtime,
-  ]);
-}
 
 /** Runtime that reverts with `payload`: PUSH2 n, PUSH1 14, PUSH1 0, CODECOPY, PUSH2 n, PUSH1 0, REVERT. */
 function revertingRuntime(payload: Uint8Array): Uint8Array {

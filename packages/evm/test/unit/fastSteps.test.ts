@@ -14,6 +14,7 @@ import {
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type BlockContext, Executor } from "../../src/index.js";
+import { deployCode } from "./bytecode.js";
 
 const [alice] = deriveDevAccounts();
 const BLOCK: BlockContext = {
@@ -143,26 +144,6 @@ function program(next: () => number): Uint8Array {
   }
   out.push(0x60, 32, 0x60, 0, 0xf3); // RETURN the first word of memory
   return Uint8Array.from(out);
-}
-
-/** Init code that deploys `runtime`. */
-function deployCode(runtime: Uint8Array): Uint8Array {
-  const n = runtime.length;
-  return Uint8Array.from([
-    0x61,
-    n >> 8,
-    n & 0xff,
-    0x80,
-    0x60,
-    12,
-    0x60,
-    0,
-    0x39,
-    0x60,
-    0,
-    0xf3,
-    ...runtime,
-  ]);
 }
 
 function tx(fields: Partial<UnsignedTransaction>, nonce: bigint) {
