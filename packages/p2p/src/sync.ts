@@ -213,9 +213,17 @@ export class Synchronizer {
     this.#setProgress({ startingBlock, currentBlock: startingBlock, highestBlock: highest });
     this.#log.info("Syncing", { peer: id, from: ancestor + 1n, to: highest });
     while (!this.#stopped) {
+      // Ask for what the peer said it has, no more: a peer that keeps mining would otherwise be
+      // asked for a full batch per new block (and its rate limit would take that for a flood).
+      // Caught up with what it said, ask again; gossip brings what comes after.
+      if (ancestor >= highest) {
+        highest = (await this.#network.refreshStatus(id)).bestNumber;
+        if (ancestor >= highest) break;
+      }
+      const wanted = highest - ancestor;
       const headers = await this.#network.request(id, "headers_by_range", {
         start: ancestor + 1n,
-        count: MAX_HEADERS_PER_REQUEST,
+        count: wanted < BigInt(MAX_HEADERS_PER_REQUEST) ? Number(wanted) : MAX_HEADERS_PER_REQUEST,
       });
       if (headers.length === 0) break;
       const parentHash = await this.#chain.canonicalHash(ancestor);
