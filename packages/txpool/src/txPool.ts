@@ -87,7 +87,6 @@ export class TxPool {
   #queuedCount = 0;
   #seq = 0;
   #localCount = 0;
-  #journalWrite: Promise<void> = Promise.resolve();
   #journalDirty = false;
   #journalError: unknown;
   #loadingJournal = false;
@@ -120,7 +119,10 @@ export class TxPool {
     ]);
     this.#checkKnown(key);
     const { result, journal } = this.#admit(tx, key, local, stateNonce, balance);
-    if (journal) await (local ? this.#journalAppend(tx.raw) : this.#journalLeft());
+    if (journal) {
+      if (local) this.#journalAppend(tx.raw);
+      else this.#journalLeft();
+    }
     return result;
   }
 
@@ -163,7 +165,7 @@ export class TxPool {
       }
     }
     this.#trimQueues();
-    if (localsChanged) await this.#journalLeft();
+    if (localsChanged) this.#journalLeft();
   }
 
   /**
@@ -239,7 +241,7 @@ export class TxPool {
       }
       if (this.#accounts.get(account.key) === account) this.#reorganize(account, undefined);
     }
-    if (localsChanged) void this.#journalLeft();
+    if (localsChanged) this.#journalLeft();
   }
 
   /**
@@ -259,7 +261,7 @@ export class TxPool {
     this.#pendingCount = 0;
     this.#queuedCount = 0;
     this.#localCount = 0;
-    if (hadLocals) void this.#journalChanged();
+    if (hadLocals) this.#journalChanged();
   }
 
   /** Pending and queued transactions by sender (lowercase 0x hex), each list in nonce order. */
@@ -319,13 +321,12 @@ export class TxPool {
     } finally {
       this.#loadingJournal = false;
     }
-    if (reasons.length > 0 || this.#localCount > 0) await this.#journalChanged();
+    if (reasons.length > 0 || this.#localCount > 0) this.#journalChanged();
     return { loaded, dropped: reasons.length, reasons };
   }
 
-  /** Waits for the journal writes under way; throws the last write's failure, if any. */
+  /** Throws the last journal write's failure, if any (writes are made on the spot). */
   async flushJournal(): Promise<void> {
-    await this.#journalWrite;
     const err = this.#journalError;
     if (err !== undefined) {
       this.#journalError = undefined;
@@ -345,8 +346,8 @@ export class TxPool {
    */
   async closeJournal(): Promise<void> {
     if (this.#opts.journalPath !== undefined && this.#journalLines !== this.#localCount)
-      void this.#journalChanged();
-    this.#journalWrite = this.#journalWrite.then(() => this.#closeJournalFile());
+      this.#journalChanged();
+    this.#closeJournalFile();
     await this.flushJournal();
   }
 
@@ -438,7 +439,7 @@ export class TxPool {
       if (this.#accounts.get(sender) === account) this.#reorganize(account, balance);
       else account = undefined;
       // Written whether or not this transaction is then accepted.
-      if (localsDropped) void this.#journalLeft();
+      if (localsDropped) this.#journalLeft();
     }
 
     const existing = account?.txs.get(tx.nonce);
@@ -718,11 +719,10 @@ export class TxPool {
 
   // --- journal ----------------------------------------------------------------------------
 
-  /** Schedules a rewrite of the journal with the current locals; resolves when it is written. */
   /** Rewrites the journal with the live local transactions (atomically: temp file, rename). */
-  #journalChanged(): Promise<void> {
+  #journalChanged(): void {
     const path = this.#opts.journalPath;
-    if (path === undefined || this.#loadingJournal) return Promise.resolve();
+    if (path === undefined || this.#loadingJournal) return;
     const locals = [...this.#all.values()]
       .filter((e) => e.local)
       .sort((a, b) =>
@@ -740,15 +740,17 @@ export class TxPool {
       this.#journalDirty = true;
       this.#journalError = err;
     }
-    return Promise.resolve();
   }
 
   /** Appends a new local transaction to the journal (no rewrite, no sync: see `journal.ts`). */
-  #journalAppend(raw: Uint8Array): Promise<void> {
+  #journalAppend(raw: Uint8Array): void {
     const path = this.#opts.journalPath;
-    if (path === undefined || this.#loadingJournal) return Promise.resolve();
+    if (path === undefined || this.#loadingJournal) return;
     // After a failed write, the journal is written whole (this transaction included).
-    if (this.#journalDirty) return this.#journalChanged();
+    if (this.#journalDirty) {
+      this.#journalChanged();
+      return;
+    }
     try {
       this.#journalFile ??= openJournalForAppend(path);
       appendJournal(this.#journalFile, raw);
@@ -760,7 +762,6 @@ export class TxPool {
       this.#journalDirty = true;
       this.#closeJournalFile();
     }
-    return Promise.resolve();
   }
 
   /**
@@ -768,10 +769,9 @@ export class TxPool {
    * (reloading them finds them stale) until stale lines outnumber the live ones, then one
    * rewrite drops them all. One rewrite per many blocks, not one per transaction.
    */
-  #journalLeft(): Promise<void> {
+  #journalLeft(): void {
     const stale = this.#journalLines - this.#localCount;
-    if (stale > Math.max(JOURNAL_STALE_MIN, this.#localCount)) return this.#journalChanged();
-    return Promise.resolve();
+    if (stale > Math.max(JOURNAL_STALE_MIN, this.#localCount)) this.#journalChanged();
   }
 
   #closeJournalFile(): void {
