@@ -42,6 +42,7 @@ import { firstLines, fmtInt, fmtMs, indent, log, readTail, sleep, table } from "
 import { freePort, RPCClient, RPCError } from "../lib/http.mjs";
 import { cpuWindow, Latencies, loadAutocannon, measure, measureClosedLoop } from "../lib/load.mjs";
 import { installCleanup, stopChild } from "../lib/proc.mjs";
+import { summarizeProfile } from "../lib/profile.mjs";
 import {
   anvilPeer,
   DEV_MNEMONIC,
@@ -1183,64 +1184,6 @@ async function benchNode(server, run) {
 // ---------------------------------------------------------------------------------------------
 // Nodex CPU profile (--nodex-cpu-prof)
 
-/** Self time per function and per package from a .cpuprofile. */
-function summarizeProfile(file, top = 20) {
-  const p = JSON.parse(readFileSync(file, "utf8"));
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const self = new Map();
-  for (let i = 0; i < p.samples.length; i++) {
-    // timeDeltas[i + 1] is the time between sample i and the next one.
-    const dt = p.timeDeltas[i + 1] ?? 0;
-    self.set(p.samples[i], (self.get(p.samples[i]) ?? 0) + dt);
-  }
-  const fns = new Map();
-  const areas = new Map();
-  let total = 0;
-  let idle = 0;
-  for (const [id, us] of self) {
-    const { functionName, url, lineNumber } = byId.get(id).callFrame;
-    const name = functionName || "(anonymous)";
-    if (name === "(idle)") {
-      idle += us;
-      continue;
-    }
-    total += us;
-    const where = shortURL(url);
-    const key = where ? `${name}  ${where}:${lineNumber + 1}` : name;
-    fns.set(key, (fns.get(key) ?? 0) + us);
-    const area = areaOf(url, name);
-    areas.set(area, (areas.get(area) ?? 0) + us);
-  }
-  const rank = (m) =>
-    [...m.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
-      .map(([name, us]) => ({ name, ms: us / 1000, share: total > 0 ? us / total : 0 }));
-  return { busyMs: total / 1000, idleMs: idle / 1000, functions: rank(fns), areas: rank(areas) };
-}
-
-function shortURL(url) {
-  if (!url) return "";
-  const path = url.replace(/^file:\/\//, "");
-  const nm = path.lastIndexOf("/node_modules/");
-  if (nm >= 0) return path.slice(nm + "/node_modules/".length);
-  return path.startsWith(root) ? relative(root, path) : path;
-}
-
-function areaOf(url, name) {
-  if (!url) return name.startsWith("(") ? name : "(native)";
-  const path = url.replace(/^file:\/\//, "");
-  const nm = path.lastIndexOf("/node_modules/");
-  if (nm >= 0) {
-    const parts = path.slice(nm + "/node_modules/".length).split("/");
-    return parts[0].startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0];
-  }
-  const m = /\/(packages|apps)\/([^/]+)\//.exec(path);
-  if (m) return m[1] === "packages" ? `@nodex/${m[2]}` : `apps/${m[2]}`;
-  if (url.startsWith("node:")) return "node: (built-in modules)";
-  return shortURL(url);
-}
-
 function reportProfile(dir, resultsDir) {
   let files = [];
   try {
@@ -1253,7 +1196,7 @@ function reportProfile(dir, resultsDir) {
   const src = join(dir, files[0]);
   const dest = join(resultsDir, `chain-${resultsStamp}-nodex.cpuprofile`);
   writeFileSync(dest, readFileSync(src));
-  const s = summarizeProfile(dest);
+  const s = summarizeProfile(dest, 20);
   log("");
   log(
     `== Nodex CPU profile: ${fmtInt(s.busyMs)} ms busy, ${fmtInt(s.idleMs)} ms idle (${relative(root, dest)}) ==`,

@@ -23,9 +23,9 @@ import {
   startChild,
   stopChild,
 } from "../lib/proc.mjs";
+import { summarizeProfile } from "../lib/profile.mjs";
 import { DEV_MNEMONIC } from "../lib/servers.mjs";
 import { benchDir, ensureBenchDeps, ensureNodexBuilt, gitCommit, root } from "../lib/setup.mjs";
-import { summarizeProfile } from "./profile.mjs";
 
 // ---------------------------------------------------------------------------------------------
 // Options

@@ -1,7 +1,7 @@
 // Self time per function and per package from a V8 .cpuprofile (`node --cpu-prof`).
 import { readFileSync } from "node:fs";
 import { relative } from "node:path";
-import { root } from "../lib/setup.mjs";
+import { root } from "./setup.mjs";
 
 export function summarizeProfile(file, top = 25) {
   const p = JSON.parse(readFileSync(file, "utf8"));
