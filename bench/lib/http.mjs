@@ -19,9 +19,15 @@ export function freePort() {
   });
 }
 
-/** One POST on a fresh connection (no agent), so nothing is left open afterwards. */
+/**
+ * One POST on a fresh connection (no agent), so nothing is left open afterwards. Resolves with
+ * the status, headers, the answer as bytes (`body`) and text (`text`), and its timing: `ms` to
+ * the last byte, `firstByteMs` to the first.
+ */
 export function post(port, body, timeoutMs = 2000) {
   return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    let firstByte;
     const req = request(
       {
         host: "127.0.0.1",
@@ -38,14 +44,22 @@ export function post(port, body, timeoutMs = 2000) {
       },
       (res) => {
         const chunks = [];
-        res.on("data", (c) => chunks.push(c));
-        res.on("end", () =>
+        res.on("data", (c) => {
+          firstByte ??= process.hrtime.bigint();
+          chunks.push(c);
+        });
+        res.on("end", () => {
+          const t1 = process.hrtime.bigint();
+          const bytes = Buffer.concat(chunks);
           resolve({
             status: res.statusCode,
             headers: res.headers,
-            text: Buffer.concat(chunks).toString("utf8"),
-          }),
-        );
+            body: bytes,
+            text: bytes.toString("utf8"),
+            ms: Number(t1 - t0) / 1e6,
+            firstByteMs: firstByte ? Number(firstByte - t0) / 1e6 : null,
+          });
+        });
         res.on("error", reject);
       },
     );

@@ -14,14 +14,13 @@
 // See bench/trace/README.md for what it measures and how to read the output.
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { ACCOUNT0, loadEthers, sign, waitMined } from "../lib/eth.mjs";
 import { fmtInt, fmtMs, fmtRatio, log, table } from "../lib/format.mjs";
-import { freePort, RPCClient } from "../lib/http.mjs";
+import { freePort, post, RPCClient } from "../lib/http.mjs";
 import { cpuWindow } from "../lib/load.mjs";
 import { installCleanup, stopChild } from "../lib/proc.mjs";
 import {
@@ -220,49 +219,9 @@ function compileWork() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One trace: a POST on a fresh connection, timed to the last byte of the answer
+// One trace: a POST on a fresh connection, timed to the last byte of the answer (`post`)
 
-function traceOnce(port, body, timeoutMs = 600_000) {
-  return new Promise((resolve, reject) => {
-    const t0 = process.hrtime.bigint();
-    let firstByte;
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        method: "POST",
-        path: "/",
-        agent: false,
-        headers: {
-          "content-type": "application/json",
-          connection: "close",
-          "content-length": Buffer.byteLength(body),
-        },
-        timeout: timeoutMs,
-      },
-      (res) => {
-        const chunks = [];
-        res.on("data", (c) => {
-          firstByte ??= process.hrtime.bigint();
-          chunks.push(c);
-        });
-        res.on("end", () => {
-          const t1 = process.hrtime.bigint();
-          resolve({
-            status: res.statusCode,
-            ms: Number(t1 - t0) / 1e6,
-            firstByteMs: firstByte ? Number(firstByte - t0) / 1e6 : null,
-            body: Buffer.concat(chunks),
-          });
-        });
-        res.on("error", reject);
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)));
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const traceOnce = (port, body) => post(port, body, 600_000);
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
 
