@@ -12,15 +12,7 @@
 //   node bench/chain/run.mjs --count 500 --duration 5 --only nodex,anvil
 //
 // See bench/README.md for what it measures and how to read the output.
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -42,7 +34,7 @@ import { firstLines, fmtInt, fmtMs, indent, log, readTail, sleep, table } from "
 import { freePort, RPCClient, RPCError } from "../lib/http.mjs";
 import { cpuWindow, Latencies, loadAutocannon, measure, measureClosedLoop } from "../lib/load.mjs";
 import { installCleanup, stopChild } from "../lib/proc.mjs";
-import { summarizeProfile } from "../lib/profile.mjs";
+import { keepProfile } from "../lib/profile.mjs";
 import {
   anvilPeer,
   DEV_MNEMONIC,
@@ -1185,39 +1177,7 @@ async function benchNode(server, run) {
 // Nodex CPU profile (--nodex-cpu-prof)
 
 function reportProfile(dir, resultsDir) {
-  let files = [];
-  try {
-    files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
-  } catch {}
-  if (files.length === 0) {
-    log("  no CPU profile was written (did Nodex exit cleanly?)");
-    return undefined;
-  }
-  const src = join(dir, files[0]);
-  const dest = join(resultsDir, `chain-${resultsStamp}-nodex.cpuprofile`);
-  writeFileSync(dest, readFileSync(src));
-  const s = summarizeProfile(dest, 20);
-  log("");
-  log(
-    `== Nodex CPU profile: ${fmtInt(s.busyMs)} ms busy, ${fmtInt(s.idleMs)} ms idle (${relative(root, dest)}) ==`,
-  );
-  log("");
-  log(
-    table(
-      ["self ms", "share", "function"],
-      s.functions.map((f) => [fmtInt(f.ms), `${(f.share * 100).toFixed(1)}%`, f.name]),
-      ["r", "r", "l"],
-    ),
-  );
-  log("");
-  log(
-    table(
-      ["self ms", "share", "package"],
-      s.areas.map((f) => [fmtInt(f.ms), `${(f.share * 100).toFixed(1)}%`, f.name]),
-      ["r", "r", "l"],
-    ),
-  );
-  return { file: relative(root, dest), ...s };
+  return keepProfile(dir, join(resultsDir, `chain-${resultsStamp}-nodex.cpuprofile`), "Nodex", 20);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Self time per function and per package from a V8 .cpuprofile (`node --cpu-prof`).
-import { readFileSync } from "node:fs";
-import { relative } from "node:path";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fmtInt, log, table } from "./format.mjs";
 import { root } from "./setup.mjs";
 
 export function summarizeProfile(file, top = 25) {
@@ -58,4 +59,41 @@ function areaOf(url, name) {
   if (m) return m[1] === "packages" ? `@nodex/${m[2]}` : `apps/${m[2]}`;
   if (url.startsWith("node:")) return "node: (built-in modules)";
   return shortURL(url);
+}
+
+/**
+ * Keeps the first `.cpuprofile` that `node --cpu-prof` wrote into `dir` as `dest`, and prints its
+ * top functions and packages by self time under `label`. `undefined` (with a line saying so) when
+ * none was written.
+ */
+export function keepProfile(dir, dest, label, top = 25) {
+  let files = [];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
+  } catch {}
+  if (files.length === 0) {
+    log(`  ${label}: no CPU profile was written (did it exit cleanly?)`);
+    return undefined;
+  }
+  writeFileSync(dest, readFileSync(join(dir, files[0])));
+  const s = summarizeProfile(dest, top);
+  log("");
+  log(
+    `== ${label} CPU profile: ${fmtInt(s.busyMs)} ms busy, ${fmtInt(s.idleMs)} ms idle (${relative(root, dest)}) ==`,
+  );
+  log("");
+  for (const [what, rows] of [
+    ["function", s.functions],
+    ["package", s.areas],
+  ]) {
+    log(
+      table(
+        ["self ms", "share", what],
+        rows.map((f) => [fmtInt(f.ms), `${(f.share * 100).toFixed(1)}%`, f.name]),
+        ["r", "r", "l"],
+      ),
+    );
+    log("");
+  }
+  return { file: relative(root, dest), ...s };
 }

@@ -7,7 +7,7 @@
 // --bootnodes, syncs it over the peer-to-peer network (timed from B's start until its head is
 // A's). Prints blocks/s and Mgas/s of both, the ratio sync time ÷ import time, and B's own
 // "Synced" log figures; writes bench/results/sync-<timestamp>.json.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, freemem, tmpdir, totalmem } from "node:os";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
@@ -23,7 +23,7 @@ import {
   startChild,
   stopChild,
 } from "../lib/proc.mjs";
-import { summarizeProfile } from "../lib/profile.mjs";
+import { keepProfile } from "../lib/profile.mjs";
 import { DEV_MNEMONIC } from "../lib/servers.mjs";
 import { benchDir, ensureBenchDeps, ensureNodexBuilt, gitCommit, root } from "../lib/setup.mjs";
 
@@ -558,37 +558,7 @@ const resultsDir = join(benchDir, "results");
 const stamp = new Date().toISOString().replace(/[:.]/g, "-");
 
 function copyProfile(dir, label) {
-  let files = [];
-  try {
-    files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"));
-  } catch {}
-  if (files.length === 0) {
-    log(`  ${label}: no CPU profile was written (did it exit cleanly?)`);
-    return undefined;
-  }
-  const dest = join(resultsDir, `sync-${stamp}-${label}.cpuprofile`);
-  writeFileSync(dest, readFileSync(join(dir, files[0])));
-  const s = summarizeProfile(dest);
-  log("");
-  log(
-    `== ${label} CPU profile: ${fmtInt(s.busyMs)} ms busy, ${fmtInt(s.idleMs)} ms idle (${relative(root, dest)}) ==`,
-  );
-  log(
-    table(
-      ["self ms", "share", "function"],
-      s.functions.map((f) => [fmtInt(f.ms), `${(f.share * 100).toFixed(1)}%`, f.name]),
-      ["r", "r", "l"],
-    ),
-  );
-  log("");
-  log(
-    table(
-      ["self ms", "share", "package"],
-      s.areas.map((f) => [fmtInt(f.ms), `${(f.share * 100).toFixed(1)}%`, f.name]),
-      ["r", "r", "l"],
-    ),
-  );
-  return { file: relative(root, dest), ...s };
+  return keepProfile(dir, join(resultsDir, `sync-${stamp}-${label}.cpuprofile`), label);
 }
 
 async function main() {
