@@ -1,3 +1,5 @@
+import "./fastRlp.js";
+
 export { Bucket, bucketKey } from "./db/buckets.js";
 export { Database, type WriteOp } from "./db/database.js";
 export { StateError, StateErrorCode } from "./errors.js";

@@ -1,4 +1,5 @@
 import "./quietDebug.js";
+import "./fastRlp.js";
 import { Common, Mainnet } from "@ethereumjs/common";
 import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";

@@ -59,6 +59,13 @@ export {
   rlpEncode,
   rlpListOfEncoded,
 } from "./rlp/codec.js";
+export {
+  decodeRlp,
+  encodeRlp,
+  fastRlpInstalled,
+  installFastRlp,
+  type RlpObject,
+} from "./rlp/fast.js";
 export type { BlockHeader } from "./rlp/header.js";
 export {
   decodeHeader,

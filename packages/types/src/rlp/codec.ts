@@ -1,5 +1,5 @@
-import { decode, encode, type NestedUint8Array } from "@ethereumjs/rlp";
 import { NodexError } from "../errors.js";
+import { decodeRlp, encodeRlp } from "./fast.js";
 
 export const DecodeErrorCode = { INVALID_RLP: "TYPES_INVALID_RLP" } as const;
 
@@ -14,13 +14,13 @@ export class DecodeError extends NodexError<typeof DecodeErrorCode.INVALID_RLP> 
 export type RLPItem = Uint8Array | RLPItem[];
 
 export function rlpEncode(item: RLPItem): Uint8Array {
-  return encode(item);
+  return encodeRlp(item);
 }
 
 /** Decodes exactly one RLP item spanning all of `bytes`; throws `DecodeError` (`what` names it). */
 export function rlpDecode(bytes: Uint8Array, what: string): RLPItem {
   try {
-    return decode(bytes) as Uint8Array | NestedUint8Array;
+    return decodeRlp(bytes);
   } catch (err) {
     throw new DecodeError(`invalid ${what}: ${rlpReason((err as Error).message)}`);
   }
