@@ -1,10 +1,10 @@
-import { RLP } from "@ethereumjs/rlp";
 import type { BatchDBOp, DB } from "@ethereumjs/util";
-import { bytesToHex, hexToBytes } from "@nodex/types";
+import { bytesToUnprefixedHex, hexToBytes } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
 import { NodeCache } from "./nodeCache.js";
-import { type Decoded, type TrieKind, visitNode } from "./pruner.js";
+import { forEachNodeRef } from "./nodeRefs.js";
+import type { TrieKind } from "./pruner.js";
 
 /**
  * The trie's view of the database. Writes wait in memory until the caller takes them into the
@@ -23,7 +23,8 @@ export class NodeStore implements DB<string, string | Uint8Array> {
     this.#cache = cache;
   }
 
-  async get(key: string): Promise<Uint8Array | undefined> {
+  async get(hexKey: string): Promise<Uint8Array | undefined> {
+    const key = unprefixed(hexKey);
     const local = this.#pending.get(key) ?? this.#inFlight.get(key) ?? this.#cache?.get(key);
     if (local !== undefined) return local === NodeCache.MISSING ? undefined : local;
     const stored = await this.#db.get(Bucket.TRIE, hexToBytes(key));
@@ -33,7 +34,7 @@ export class NodeStore implements DB<string, string | Uint8Array> {
   }
 
   async put(key: string, value: string | Uint8Array): Promise<void> {
-    this.#pending.set(key, typeof value === "string" ? hexToBytes(value) : value);
+    this.#pending.set(unprefixed(key), typeof value === "string" ? hexToBytes(value) : value);
   }
 
   async del(_key: string): Promise<void> {}
@@ -58,8 +59,8 @@ export class NodeStore implements DB<string, string | Uint8Array> {
     const keep = roots === undefined ? undefined : this.#reachable(roots);
     const ops: WriteOp[] = [];
     for (const [key, value] of this.#pending) {
-      const plain = plainHex(key);
-      if (keep !== undefined && plain.length === 64 && !keep.has(plain)) continue;
+      // Trie nodes are keyed by their hash; code (a prefix byte and its hash) is always kept.
+      if (keep !== undefined && key.length === 64 && !keep.has(key)) continue;
       ops.push({ type: "put", bucket: Bucket.TRIE, key: hexToBytes(key), value });
       this.#inFlight.set(key, value);
     }
@@ -69,23 +70,23 @@ export class NodeStore implements DB<string, string | Uint8Array> {
 
   /** The waiting nodes that `roots` reach through waiting nodes (storage tries included). */
   #reachable(roots: readonly Uint8Array[]): Set<string> {
-    const waiting = new Map<string, Uint8Array>();
-    for (const [key, value] of this.#pending) waiting.set(plainHex(key), value);
+    const waiting = this.#pending;
     const reached = new Set<string>();
-    const stack: { hash: string; kind: TrieKind }[] = roots.map((root) => ({
-      hash: plainHex(bytesToHex(root)),
+    const stack: { key: string; kind: TrieKind }[] = roots.map((root) => ({
+      key: bytesToUnprefixedHex(root),
       kind: "account",
     }));
+    const push = (key: string, kind: TrieKind) => {
+      if (!reached.has(key)) stack.push({ key, kind });
+    };
     while (stack.length > 0) {
-      const { hash, kind } = stack.pop()!;
-      if (reached.has(hash)) continue;
-      const bytes = waiting.get(hash);
+      const { key, kind } = stack.pop()!;
+      if (reached.has(key)) continue;
+      const bytes = waiting.get(key);
       // Not waiting: on disk already (or the empty trie), so everything below it is too.
       if (bytes === undefined) continue;
-      reached.add(hash);
-      visitNode(RLP.decode(bytes) as Decoded, kind, (child, childKind) =>
-        stack.push({ hash: plainHex(bytesToHex(child)), kind: childKind }),
-      );
+      reached.add(key);
+      forEachNodeRef(bytes, kind, push);
     }
     return reached;
   }
@@ -103,7 +104,10 @@ export class NodeStore implements DB<string, string | Uint8Array> {
   }
 }
 
-/** A key as lowercase hex without `0x`. */
-function plainHex(key: string): string {
-  return (key.startsWith("0x") ? key.slice(2) : key).toLowerCase();
+/**
+ * A key as the trie gives it, lowercase hex without `0x` (\`bytesToUnprefixedHex\`); a `0x`
+ * prefix is dropped so a key reads the same either way.
+ */
+function unprefixed(key: string): string {
+  return key.charCodeAt(1) === 120 && key.charCodeAt(0) === 48 ? key.slice(2) : key;
 }
