@@ -1,3 +1,5 @@
+import { bytesToUnprefixedHex, decodeHexDigits } from "./hex.js";
+
 // Byte-string helpers shared by the packages: concatenation, search, fixed-width integers.
 
 /** The parts one after the other, in a new array. */
@@ -65,18 +67,27 @@ export function writeU32BE(b: Uint8Array, o: number, v: number): void {
 
 /** Big-endian unsigned integer of the bytes (leading zeros allowed; none is zero). */
 export function bytesToBigintBE(b: Uint8Array): bigint {
-  let v = 0n;
-  for (const x of b) v = (v << 8n) | BigInt(x);
-  return v;
+  if (b.length <= 6) {
+    let n = 0;
+    for (let i = 0; i < b.length; i++) n = n * 256 + b[i]!;
+    return BigInt(n);
+  }
+  return BigInt(`0x${bytesToUnprefixedHex(b)}`);
 }
 
 /** `v` as `len` big-endian bytes, zero-padded on the left; `v` must fit. */
 export function bigintToBytesBE(v: bigint, len: number): Uint8Array {
   const out = new Uint8Array(len);
-  let x = v;
-  for (let i = len - 1; i >= 0; i--) {
-    out[i] = Number(x & 0xffn);
-    x >>= 8n;
+  if (v <= 0xffffffffn) {
+    for (let i = len - 1, x = Number(v); i >= 0 && x > 0; i--, x = Math.floor(x / 256))
+      out[i] = x % 256;
+    return out;
   }
+  const hex = v.toString(16);
+  const digits = decodeHexDigits(hex.length % 2 === 1 ? `0${hex}` : hex, 0)!;
+  out.set(
+    digits.length > len ? digits.subarray(digits.length - len) : digits,
+    len - digits.length < 0 ? 0 : len - digits.length,
+  );
   return out;
 }

@@ -1,4 +1,6 @@
+import { bytesToBigintBE } from "../bytes.js";
 import { NodexError } from "../errors.js";
+import { decodeHexDigits } from "../hex.js";
 import { decodeRlp, encodeRlp } from "./fast.js";
 
 export const DecodeErrorCode = { INVALID_RLP: "TYPES_INVALID_RLP" } as const;
@@ -37,11 +39,15 @@ function rlpReason(message: string): string {
 export function bigintToBytes(value: bigint): Uint8Array {
   if (value < 0n) throw new RangeError(`cannot encode negative ${value}`);
   if (value === 0n) return new Uint8Array();
-  let hex = value.toString(16);
-  if (hex.length % 2 === 1) hex = `0${hex}`;
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
+  if (value <= 0xffffffffn) {
+    const n = Number(value);
+    const length = n > 0xffffff ? 4 : n > 0xffff ? 3 : n > 0xff ? 2 : 1;
+    const out = new Uint8Array(length);
+    for (let i = length - 1, x = n; i >= 0; i--, x >>>= 8) out[i] = x & 0xff;
+    return out;
+  }
+  const hex = value.toString(16);
+  return decodeHexDigits(hex.length % 2 === 1 ? `0${hex}` : hex, 0)!;
 }
 
 /** Reads a canonical integer: no leading zero bytes, at most `maxBytes` long. */
@@ -51,9 +57,7 @@ export function bytesToBigint(item: RLPItem, what: string, maxBytes = 32): bigin
     throw new DecodeError(`invalid ${what}: integer longer than ${maxBytes} bytes`);
   if (bytes.length > 0 && bytes[0] === 0)
     throw new DecodeError(`invalid ${what}: integer has leading zero bytes`);
-  let n = 0n;
-  for (const b of bytes) n = (n << 8n) | BigInt(b);
-  return n;
+  return bytesToBigintBE(bytes);
 }
 
 export function expectBytes(item: RLPItem | undefined, what: string, size?: number): Uint8Array {

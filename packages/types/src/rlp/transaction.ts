@@ -1,5 +1,4 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
-import { bigintToBytesBE } from "../bytes.js";
 import type { Address, Hash32 } from "../data.js";
 import { privateKeyToAddress } from "../devAccounts.js";
 import { NodexError } from "../errors.js";
@@ -180,10 +179,17 @@ export function transactionFromItem(
   const known = senders.get(key);
   if (known !== undefined)
     return { ...tx, v, r, s, chainId, from: known.slice() as Address, hash, raw };
+  // r and s as sent are canonical (no leading zeros, checked above): left-padded, they are the
+  // signature; the first six items as sent are the fields the signer hashed.
+  const rBytes = f[7] as Uint8Array;
+  const sBytes = f[8] as Uint8Array;
   const signature = new Uint8Array(64);
-  signature.set(bigintToBytesBE(r, 32));
-  signature.set(bigintToBytesBE(s, 32), 32);
-  const publicKey = recoverPublicKey(signingHash(tx, chainId), signature, recovery);
+  signature.set(rBytes, 32 - rBytes.length);
+  signature.set(sBytes, 64 - sBytes.length);
+  const signed = f.slice(0, 6);
+  if (chainId !== undefined)
+    signed.push(bigintToBytes(BigInt(chainId)), new Uint8Array(), new Uint8Array());
+  const publicKey = recoverPublicKey(keccak256(rlpEncode(signed)), signature, recovery);
   if (publicKey === undefined) throw invalidSignature("no public key recovers from it");
   const from = keccak256(publicKey).slice(12) as Address;
   senders.set(key, from.slice() as Address);

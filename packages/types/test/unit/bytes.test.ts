@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  bigintToBytes,
   bigintToBytesBE,
   bytesToBigintBE,
   concatBytes,
@@ -41,6 +42,34 @@ describe("byte helpers", () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: (1n << 256n) - 1n }), (v) => {
         expect(bytesToBigintBE(bigintToBytesBE(v, 32))).toBe(v);
+      }),
+    );
+  });
+
+  it("integers and bytes convert as a byte-by-byte reading would, at every size", () => {
+    const slow = (b: Uint8Array) => b.reduce((n, x) => (n << 8n) | BigInt(x), 0n);
+    const sizes = [0, 1, 8, 31, 32, 33, 40, 48, 53, 54, 64, 255, 256];
+    for (const bits of sizes) {
+      for (const v of [(1n << BigInt(bits)) - 1n, 1n << BigInt(bits), BigInt(bits) * 3n]) {
+        const minimal = bigintToBytes(v);
+        expect(minimal[0] === 0).toBe(false);
+        expect(slow(minimal)).toBe(v);
+        expect(bytesToBigintBE(minimal)).toBe(v);
+        if (v < 1n << 256n) expect(slow(bigintToBytesBE(v, 32))).toBe(v);
+      }
+    }
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 40 }), (b) => {
+        expect(bytesToBigintBE(b)).toBe(slow(b));
+      }),
+    );
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: (1n << 300n) - 1n }), (v) => {
+        const minimal = bigintToBytes(v);
+        expect(minimal.length).toBe(v === 0n ? 0 : Math.ceil(v.toString(2).length / 8));
+        expect(slow(minimal)).toBe(v);
+        // The low eight bytes, as an overflowing write keeps them.
+        expect(slow(bigintToBytesBE(v, 8))).toBe(v & 0xffffffffffffffffn);
       }),
     );
   });
