@@ -37,6 +37,13 @@ export class TxAdmission {
     const orphaned = orphanedTransactions(change);
     this.#update = this.#update
       .then(async () => {
+        // What the new blocks hold leaves the pool first: a pool they empty (an automining
+        // node's, after each block) has nothing to check against the new state, which is then
+        // not opened.
+        const mined = change.added.flatMap((block) =>
+          block.block.transactions.map((tx) => tx.hash),
+        );
+        if (mined.length > 0) this.pool.remove(mined);
         // A reorganization: what the old branch had and the new one lacks waits again, as
         // geth re-injects it (a rewind by a development control restores its own pool).
         if (orphaned.length > 0) {
