@@ -2,7 +2,7 @@
 // funded dev account, the ERC-20 they deploy (Token.sol, compiled with solc at start), signing
 // with ethers v6, and waiting for a receipt.
 import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sleep } from "./format.mjs";
 import { benchRequireOf } from "./setup.mjs";
@@ -35,17 +35,19 @@ export async function loadEthers() {
   return ethers;
 }
 
-/** Token.sol compiled with the solc npm package (Paris, optimizer on): {abi, bytecode, iface, solc}. */
-export function compileToken() {
+/**
+ * The contract `name` of the Solidity file at `path`, compiled with the solc npm package (Paris:
+ * no PUSH0, so Ganache 7 runs it too; optimizer on): {abi, bytecode, solc}.
+ */
+export function compileContract(path, name) {
   const solc = benchRequireOf("solc");
-  const file = "Token.sol";
+  const file = basename(path);
   const output = JSON.parse(
     solc.compile(
       JSON.stringify({
         language: "Solidity",
-        sources: { [file]: { content: readFileSync(join(here, file), "utf8") } },
+        sources: { [file]: { content: readFileSync(path, "utf8") } },
         settings: {
-          // Paris (no PUSH0) runs on every node here, Ganache 7 included.
           evmVersion: "paris",
           optimizer: { enabled: true, runs: 200 },
           outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
@@ -55,13 +57,14 @@ export function compileToken() {
   );
   const errors = (output.errors ?? []).filter((e) => e.severity === "error");
   if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  const c = output.contracts[file].Token;
-  return {
-    abi: c.abi,
-    bytecode: `0x${c.evm.bytecode.object}`,
-    iface: new ethers.Interface(c.abi),
-    solc: solc.version(),
-  };
+  const c = output.contracts[file][name];
+  return { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}`, solc: solc.version() };
+}
+
+/** Token.sol (beside this file) compiled: {abi, bytecode, iface, solc}. */
+export function compileToken() {
+  const token = compileContract(join(here, "Token.sol"), "Token");
+  return { ...token, iface: new ethers.Interface(token.abi) };
 }
 
 /** A signed legacy (type 0) transaction from account #0: {raw, hash}. */

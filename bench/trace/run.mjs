@@ -13,12 +13,12 @@
 //
 // See bench/trace/README.md for what it measures and how to read the output.
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { ACCOUNT0, loadEthers, sign, waitMined } from "../lib/eth.mjs";
+import { ACCOUNT0, compileContract, loadEthers, sign, waitMined } from "../lib/eth.mjs";
 import { fmtInt, fmtMs, fmtRatio, log, table } from "../lib/format.mjs";
 import { freePort, post, RPCClient } from "../lib/http.mjs";
 import { cpuWindow } from "../lib/load.mjs";
@@ -31,14 +31,7 @@ import {
   launchServer,
   nodexServer,
 } from "../lib/servers.mjs";
-import {
-  benchDir,
-  benchRequireOf,
-  ensureBenchDeps,
-  ensureNodexBuilt,
-  gitCommit,
-  root,
-} from "../lib/setup.mjs";
+import { benchDir, ensureBenchDeps, ensureNodexBuilt, gitCommit, root } from "../lib/setup.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -197,25 +190,7 @@ const GAS_DEPLOY = 3_000_000n;
 const GAS_RUN = 2_000_000n;
 
 function compileWork() {
-  const solc = benchRequireOf("solc");
-  const output = JSON.parse(
-    solc.compile(
-      JSON.stringify({
-        language: "Solidity",
-        sources: { "Work.sol": { content: readFileSync(join(here, "Work.sol"), "utf8") } },
-        settings: {
-          // Paris (no PUSH0): Ganache 7 runs it too.
-          evmVersion: "paris",
-          optimizer: { enabled: true, runs: 200 },
-          outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
-        },
-      }),
-    ),
-  );
-  const errors = (output.errors ?? []).filter((e) => e.severity === "error");
-  if (errors.length > 0) throw new Error(errors.map((e) => e.formattedMessage).join("\n"));
-  const c = output.contracts["Work.sol"].Work;
-  return { abi: c.abi, bytecode: `0x${c.evm.bytecode.object}`, solc: solc.version() };
+  return compileContract(join(here, "Work.sol"), "Work");
 }
 
 // ---------------------------------------------------------------------------------------------
