@@ -20,7 +20,12 @@ import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
-import { installFastOpcodes, installFastSteps, installRunInterpreter } from "./fastSteps.js";
+import {
+  installExecuteCall,
+  installFastOpcodes,
+  installFastSteps,
+  installRunInterpreter,
+} from "./fastSteps.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
@@ -153,6 +158,7 @@ export class Executor {
         installStepHook(Interpreter);
         installFastSteps(Interpreter);
         installRunInterpreter(Interpreter);
+        installExecuteCall();
       }
     });
     await interpreterFound;

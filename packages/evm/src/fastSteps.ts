@@ -384,3 +384,108 @@ function defaultBlock(): unknown {
     },
   };
 }
+
+/** EIPs under which `_executeCall` charges gas or records accesses before the code runs. */
+const PRE_CALL_EIPS = [2780, 6800, 7702, 7708, 7864, 7928] as const;
+
+interface CallMessage {
+  readonly to: Address;
+  readonly data?: Uint8Array;
+  readonly gasLimit: bigint;
+  readonly gasRefund: bigint;
+  readonly caller: Address;
+  readonly value: bigint;
+  readonly depth: number;
+  readonly delegatecall?: boolean;
+  code: Uint8Array | ((...args: never[]) => unknown);
+  isCompiled?: boolean;
+}
+
+interface CallResult {
+  gasRefund?: bigint;
+  executionGasUsed: bigint;
+  exceptionError?: unknown;
+  returnValue: Uint8Array;
+  logs?: unknown[] | undefined;
+}
+
+interface CallInternals {
+  readonly DEBUG: boolean;
+  readonly common: { isActivatedEIP(eip: number): boolean };
+  readonly stateManager: { getAccount(address: Address): Promise<Account | undefined> };
+  readonly events: { listenerCount(event: string): number };
+  readonly _optsCached: { readonly profiler?: { readonly enabled?: boolean } };
+  _reduceSenderBalance(account: Account, message: CallMessage): Promise<void>;
+  _addToBalance(account: Account, message: CallMessage): Promise<void>;
+  _loadCode(message: CallMessage): Promise<void>;
+  runPrecompile(code: unknown, data: Uint8Array | undefined, gasLimit: bigint): Promise<CallResult>;
+  runInterpreter(message: CallMessage, opts: object): Promise<CallResult>;
+  postMessageCleanup(): void;
+}
+
+/**
+ * `EVM._executeCall` for the rules without pre-call charges (through Cancun, the node's): the
+ * library's steps in the library's order (debit the caller, credit the callee, load the code,
+ * run it or the precompile), but the interpreter gets the message itself. The library copies
+ * the message into a new object of some thirty properties first, for the gas limit it may have
+ * lowered under those EIPs; under these rules it never does, and the copy was a quarter of a
+ * simple `eth_call`. Traced, profiled or debug-logged runs, and any of those EIPs, keep the
+ * library's.
+ */
+export function installExecuteCall(): void {
+  const proto = EVM.prototype as unknown as {
+    _executeCall(this: CallInternals, message: CallMessage): Promise<{ execResult: CallResult }>;
+  };
+  if (installedEVM.has(proto._executeCall) || typeof proto._executeCall !== "function") return;
+  const library = proto._executeCall;
+  proto._executeCall = async function (message) {
+    const common = this.common;
+    if (
+      this.DEBUG ||
+      this._optsCached.profiler?.enabled === true ||
+      this.events.listenerCount("step") > 0 ||
+      PRE_CALL_EIPS.some((eip) => common.isActivatedEIP(eip))
+    )
+      return library.call(this, message);
+    const account = (await this.stateManager.getAccount(message.caller)) ?? new Account();
+    let error: unknown;
+    if (message.delegatecall !== true) {
+      try {
+        await this._reduceSenderBalance(account, message);
+      } catch (e) {
+        error = e;
+      }
+    }
+    const toAccount = (await this.stateManager.getAccount(message.to)) ?? new Account();
+    if (message.delegatecall !== true) {
+      try {
+        await this._addToBalance(toAccount, message);
+      } catch (e) {
+        error = e;
+      }
+    }
+    await this._loadCode(message);
+    const code = message.code;
+    if (!code || (typeof code !== "function" && code.length === 0) || error !== undefined) {
+      return {
+        execResult: {
+          gasRefund: message.gasRefund,
+          executionGasUsed: 0n,
+          exceptionError: error,
+          returnValue: new Uint8Array(0),
+          logs: undefined,
+        },
+      };
+    }
+    let result: CallResult;
+    if (message.isCompiled === true) {
+      result = await this.runPrecompile(code, message.data, message.gasLimit);
+      result.gasRefund = message.gasRefund;
+    } else {
+      result = await this.runInterpreter(message, { initialLogs: undefined });
+    }
+    if (message.depth === 0) this.postMessageCleanup();
+    return { execResult: result };
+  };
+  installedEVM.add(proto._executeCall);
+}

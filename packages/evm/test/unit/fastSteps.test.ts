@@ -287,4 +287,101 @@ describe("the interpreter's step loop", () => {
       );
     }
   });
+
+  it("gives the library's results on calls between contracts: every call kind, value, precompiles, failures", async () => {
+    const executor = new Executor(NETWORKS.regtest);
+    const states: WorldState[] = [];
+    for (let i = 0; i < 2; i++) {
+      const state = await WorldState.open(new NodeStore(db));
+      await state.setBalance(alice!.address, 10n ** 24n);
+      await state.commit();
+      states.push(state);
+    }
+    const [fast, library] = states as [WorldState, WorldState];
+    const tracer = {};
+    const next = random(424242);
+    const contracts = Array.from({ length: 5 }, (_, i) =>
+      contractAddress(alice!.address, BigInt(i)),
+    );
+    const targets: Uint8Array[] = [
+      ...contracts,
+      alice!.address,
+      hexToBytes("0x000000000000000000000000000000000000dead"),
+      ...[1, 2, 3, 4, 5, 9].map((n) => hexToBytes(`0x${n.toString(16).padStart(40, "0")}`)),
+    ];
+    const push = (out: number[], value: bigint) => {
+      const hex = value.toString(16);
+      const bytes = hexToBytes(`0x${hex.length % 2 === 0 ? hex : `0${hex}`}`);
+      out.push(0x5f + bytes.length, ...bytes);
+    };
+    /** A contract that makes a few calls of random kinds and keeps what they answered. */
+    const callingProgram = (): Uint8Array => {
+      const out: number[] = [];
+      // Memory: calldata's first word, for the arguments of the calls.
+      out.push(0x60, 0, 0x35, 0x60, 0, 0x52);
+      const calls = 1 + (next() % 4);
+      for (let c = 0; c < calls; c++) {
+        const kind = [0xf1, 0xf2, 0xf4, 0xfa][next() % 4]!;
+        const target = targets[next() % targets.length]!;
+        const gas = next() % 5 === 0 ? undefined : BigInt(next() % 80_000);
+        push(out, 32n); // retSize
+        push(out, BigInt(next() % 64)); // retOffset
+        push(out, BigInt(next() % 96)); // argsSize
+        push(out, 0n); // argsOffset
+        if (kind === 0xf1 || kind === 0xf2)
+          push(out, next() % 7 === 0 ? 10n ** 30n : BigInt(next() % 3)); // value
+        push(out, BigInt(bytesToHex(target)));
+        if (gas === undefined) out.push(0x5a);
+        else push(out, gas);
+        out.push(kind);
+        // SSTORE(slot c, success), SSTORE(slot 16 + c, RETURNDATASIZE)
+        push(out, BigInt(c));
+        out.push(0x55, 0x3d);
+        push(out, BigInt(16 + c));
+        out.push(0x55);
+      }
+      // SSTORE(32, CALLVALUE), SSTORE(33, CALLER), LOG1 of memory with ADDRESS as topic
+      out.push(0x34, 0x60, 32, 0x55, 0x33, 0x60, 33, 0x55, 0x30, 0x60, 32, 0x60, 0, 0xa1);
+      const end = next() % 10;
+      if (end === 0) out.push(0x60, 0, 0x60, 0, 0xfd);
+      else if (end === 1) out.push(0xfe);
+      else out.push(0x60, 32, 0x60, 0, 0xf3);
+      return Uint8Array.from(out);
+    };
+    let nonce = 0n;
+    let gasUsed = 0n;
+    const run = async (t: ReturnType<typeof tx>, what: string) => {
+      const a = await executor.executeTransaction(fast, t, BLOCK, gasUsed);
+      const b = await executor.executeTransaction(library, t, BLOCK, gasUsed, tracer);
+      expect(a.status, what).toBe(b.status);
+      expect(a.gasUsed, what).toBe(b.gasUsed);
+      expect(a.error, what).toBe(b.error);
+      expect(bytesToHex(a.returnValue ?? new Uint8Array()), what).toBe(
+        bytesToHex(b.returnValue ?? new Uint8Array()),
+      );
+      expect(
+        a.logs.map((l) => [l.address, l.topics, l.data]),
+        what,
+      ).toEqual(b.logs.map((l) => [l.address, l.topics, l.data]));
+      gasUsed = a.cumulativeGasUsed;
+      return a;
+    };
+    const codes = contracts.map(() => callingProgram());
+    for (const [i, code] of codes.entries())
+      await run(tx({ data: deployCode(code), gasLimit: 1_000_000n }, nonce++), `deploy ${i}`);
+    const statuses = new Set<number>();
+    for (let i = 0; i < 120; i++) {
+      const to = contracts[next() % contracts.length]!;
+      const data = Uint8Array.from({ length: next() % 40 }, () => next() & 0xff);
+      const value = BigInt(next() % 1000);
+      const out = await run(
+        tx({ to, data, value, gasLimit: BigInt(30_000 + (next() % 400_000)) }, nonce++),
+        `call ${i} to ${bytesToHex(to)}`,
+      );
+      statuses.add(out.status);
+      if (i % 40 === 39) gasUsed = 0n;
+    }
+    expect(bytesToHex(await fast.commit())).toBe(bytesToHex(await library.commit()));
+    expect([...statuses].sort()).toEqual([0, 1]);
+  }, 60_000);
 });
