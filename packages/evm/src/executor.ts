@@ -20,12 +20,8 @@ import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
-import {
-  installExecuteCall,
-  installFastOpcodes,
-  installFastSteps,
-  installRunInterpreter,
-} from "./fastSteps.js";
+import { installFastOpcodes } from "./fastOpcodes.js";
+import { installExecuteCall, installFastSteps, installRunInterpreter, stop } from "./fastSteps.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
@@ -125,7 +121,14 @@ export class Executor {
   readonly #callContexts = new WeakMap<WorldState, CallContext[]>();
   readonly #code = new CodeByHash();
 
-  constructor(network: NetworkPreset) {
+  readonly #libraryOpcodes: boolean;
+
+  /**
+   * `libraryOpcodes`: run `@ethereumjs/evm`'s own opcode and gas handlers, not the faster ones
+   * of `fastOpcodes.ts` (same results; for tests that compare the two).
+   */
+  constructor(network: NetworkPreset, opts: { readonly libraryOpcodes?: boolean } = {}) {
+    this.#libraryOpcodes = opts.libraryOpcodes === true;
     this.common = createCustomCommon(
       { chainId: network.chainId, name: `nodex-${network.name}` },
       Mainnet,
@@ -150,7 +153,7 @@ export class Executor {
       // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
-    installFastOpcodes(evm);
+    if (!this.#libraryOpcodes) installFastOpcodes(evm, stop);
     // Found once, with a tiny run: every EVM shares the class.
     interpreterFound ??= findInterpreter(evm).then((Interpreter) => {
       if (Interpreter !== undefined) {

@@ -209,39 +209,13 @@ function execute(
 }
 
 /**
- * MSTORE without `@ethereumjs/util`'s `setLengthLeft`, which pads through array spreads: the word
- * goes into 32 bytes directly. Same memory write, same errors (the stack's).
- */
-export function fastMstore(runState: RunState): void {
-  const [offset, word] = runState.stack.popN(2) as [bigint, bigint];
-  const buf = new Uint8Array(32);
-  const view = new DataView(buf.buffer);
-  view.setBigUint64(0, word >> 192n);
-  view.setBigUint64(8, BigInt.asUintN(64, word >> 128n));
-  view.setBigUint64(16, BigInt.asUintN(64, word >> 64n));
-  view.setBigUint64(24, BigInt.asUintN(64, word));
-  runState.memory.write(Number(offset), 32, buf);
-}
-
-/**
  * STOP and RETURN end a run by throwing a STOP error that the loop catches: a throw for nearly
  * every message. Moving the program counter past the code ends the loop the same
  * way, in both loops (theirs checks it before each opcode), with no error, as STOP's catch
  * leaves it. RETURN's output goes where `finish` puts it.
  */
-function stop(runState: RunState): void {
+export function stop(runState: RunState): void {
   runState.programCounter = runState.code.length;
-}
-
-/** Puts `fastMstore` and the throw-free STOP in an EVM's opcode table (each EVM has its own). */
-export function installFastOpcodes(evm: object): void {
-  const map = (evm as { _opcodeMap?: (OpcodeEntry | undefined)[] })._opcodeMap;
-  const mstore = map?.[0x52];
-  if (mstore !== undefined && mstore.opcodeInfo.code === 0x52)
-    mstore.opHandler = fastMstore as never;
-  const stopEntry = map?.[0x00];
-  if (stopEntry !== undefined && stopEntry.opcodeInfo.code === 0x00)
-    stopEntry.opHandler = stop as never;
 }
 
 interface MessageLike {
@@ -291,18 +265,8 @@ export function installRunInterpreter(
   if (installedEVM.has(proto) || typeof proto.runInterpreter !== "function") return;
   installedEVM.add(proto);
   const library = proto.runInterpreter;
-  const Make = Interpreter as unknown as new (
-    ...args: unknown[]
-  ) => {
-    _result: {
-      logs: unknown[];
-      returnValue?: Uint8Array;
-      selfdestruct: Map<string, Uint8Array>;
-      createdAddresses?: Set<string>;
-    };
-    readonly _env: object;
-    run(code: Uint8Array, opts: object): Promise<RunResult>;
-  };
+  let construct: ((...args: InterpreterArgs) => MadeInterpreter) | undefined;
+  const Make = Interpreter as unknown as new (...args: InterpreterArgs) => MadeInterpreter;
   proto.runInterpreter = async function (message, opts = {}) {
     // Traced runs (step listeners) and profiled ones keep the library's, as in `run`.
     if (this._optsCached.profiler !== undefined || this.events.listenerCount("step") > 0)
@@ -330,7 +294,7 @@ export function installRunInterpreter(
       createdAddresses: message.createdAddresses,
       initialLogs: (opts as { initialLogs?: unknown[] }).initialLogs,
     };
-    const interpreter = new Make(
+    const args = [
       this,
       this.stateManager,
       this.blockchain,
@@ -339,7 +303,9 @@ export function installRunInterpreter(
       this.journal,
       this.performanceLogger,
       this._optsCached.profiler,
-    );
+    ] as const;
+    construct ??= interpreterConstructor(Make, args);
+    const interpreter = construct(...args);
     if (message.selfdestruct) interpreter._result.selfdestruct = message.selfdestruct;
     if (message.createdAddresses) interpreter._result.createdAddresses = message.createdAddresses;
     const interpreterRes = await interpreter.run(message.code, opts);
@@ -488,4 +454,136 @@ export function installExecuteCall(): void {
     return { execResult: result };
   };
   installedEVM.add(proto._executeCall);
+}
+
+type InterpreterArgs = readonly [
+  evm: object,
+  stateManager: unknown,
+  blockchain: unknown,
+  env: { readonly gasRefund: bigint; readonly initialLogs?: unknown[] | undefined },
+  gasLimit: bigint,
+  journal: unknown,
+  performanceLogger: unknown,
+  profiler: unknown,
+];
+
+interface MadeInterpreter {
+  _result: {
+    logs: unknown[];
+    returnValue?: Uint8Array;
+    selfdestruct: Map<string, Uint8Array>;
+    createdAddresses?: Set<string>;
+  };
+  readonly _env: object;
+  run(code: Uint8Array, opts: object): Promise<RunResult>;
+}
+
+interface MemoryLike {
+  _store: Uint8Array;
+  extend(offset: number, size: number): void;
+}
+
+/**
+ * How `runInterpreter` makes each message's interpreter. The library's constructor gives every
+ * message 8 kB of memory up front, an allocation outside the JavaScript heap that costs more
+ * than a simple call's whole run and that the garbage collector then has to reclaim. This
+ * makes the same object (the same fields, in the same order, with the same values) with empty
+ * memory that grows as the code uses it. The first call compares a library-made interpreter
+ * with one made here; any difference (another version of the library) keeps the library's
+ * constructor for good.
+ */
+function interpreterConstructor(
+  Make: new (...args: InterpreterArgs) => MadeInterpreter,
+  first: InterpreterArgs,
+): (...args: InterpreterArgs) => MadeInterpreter {
+  const library = (...args: InterpreterArgs) => new Make(...args);
+  const reference = new Make(...first) as unknown as {
+    _runState: { memory: MemoryLike; stack: object };
+  };
+  const Stack = reference._runState.stack.constructor as new () => object;
+  const memoryProto = Object.getPrototypeOf(reference._runState.memory) as MemoryLike;
+  const fast = (...args: InterpreterArgs): MadeInterpreter => {
+    const [evm, stateManager, blockchain, env, gasLeft, journal, performanceLogs, profilerOpts] =
+      args;
+    const it = Object.create(Make.prototype) as Record<string, unknown>;
+    it.opDebuggers = {};
+    it._evm = evm;
+    it._stateManager = stateManager;
+    const common = (evm as { common: { consensusType(): string } }).common;
+    it.common = common;
+    if (
+      common.consensusType() === "poa" &&
+      (evm as { _optsCached: { cliqueSigner?: unknown } })._optsCached.cliqueSigner === undefined
+    )
+      return new Make(...args);
+    const memory = Object.create(memoryProto) as MemoryLike;
+    memory._store = new Uint8Array(0);
+    it._runState = {
+      programCounter: 0,
+      opCode: 0xfe,
+      memory,
+      memoryWordCount: 0n,
+      highestMemCost: 0n,
+      stack: new Stack(),
+      code: new Uint8Array(0),
+      validJumps: Uint8Array.from([]),
+      cachedPushes: {},
+      stateManager,
+      blockchain,
+      env,
+      shouldDoJumpAnalysis: true,
+      interpreter: it,
+      gasRefund: env.gasRefund,
+      gasLeft,
+      stateGasSpilled: 0n,
+      returnBytes: new Uint8Array(0),
+    };
+    it.journal = journal;
+    it._env = env;
+    it._result = {
+      logs: env.initialLogs ? [...env.initialLogs] : [],
+      returnValue: undefined,
+      selfdestruct: new Map(),
+    };
+    it.profilerOpts = profilerOpts;
+    it.performanceLogger = performanceLogs;
+    return it as unknown as MadeInterpreter;
+  };
+  const made = fast(...first) as unknown as Record<string, unknown>;
+  const same = (a: object, b: object) => Object.keys(a).join() === Object.keys(b).join();
+  const ref = reference as unknown as Record<string, object>;
+  if (
+    !same(made, ref) ||
+    !same(made._runState as object, ref._runState!) ||
+    !same(made._result as object, ref._result!) ||
+    !same((made._runState as { memory: object }).memory, reference._runState.memory) ||
+    typeof memoryProto.extend !== "function"
+  )
+    return library;
+  installMemoryGrowth(memoryProto);
+  return fast;
+}
+
+const grownMemory = new WeakSet<object>();
+
+/**
+ * Memory that starts empty grows as the library's does (to whole words, zeros past what was
+ * written) but by doubling from 256 bytes rather than in steps of 8 kB: what the code reads and
+ * writes, and the gas, are the same; only the spare room differs.
+ */
+function installMemoryGrowth(proto: MemoryLike): void {
+  if (grownMemory.has(proto)) return;
+  grownMemory.add(proto);
+  proto.extend = function (this: MemoryLike, offset: number, size: number): void {
+    if (size === 0) return;
+    const end = offset + size;
+    const needed = end % 32 === 0 ? end : end + 32 - (end % 32);
+    const store = this._store;
+    if (needed <= store.length) return;
+    let length = store.length < 256 ? 256 : store.length * 2;
+    while (length < needed) length *= 2;
+    const grown = new Uint8Array(length);
+    grown.set(store);
+    this._store = grown;
+  };
 }

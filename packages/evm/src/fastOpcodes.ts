@@ -1,0 +1,270 @@
+import { EVMError } from "@ethereumjs/evm";
+import { keccak256 } from "@nodex/types";
+
+/**
+ * Opcode and gas handlers put in an EVM's opcode table in place of `@ethereumjs/evm`'s, with the
+ * same effects, the same gas and the same errors, for the rules the node runs (no verkle or
+ * binary-tree EIPs, EIP-2929 access lists).
+ *
+ * The library's gas handlers are `async` functions, though none of the ones replaced here waits
+ * for anything: each returns a promise that the step loop (`fastSteps.ts`) must await, one
+ * turn of the microtask queue per memory access, hash or storage read. These return the gas.
+ * Its opcode handlers go between integers and bytes through hex strings (`bytesToBigInt`,
+ * `bigIntToBytes`); these read and write the words directly.
+ *
+ * The fast-steps test runs random programs of these opcodes against the library's own
+ * handlers (a traced run keeps them) and compares gas, status, output, logs and state.
+ */
+
+/** What these handlers read of the interpreter's run state. */
+interface RunState {
+  programCounter: number;
+  opCode: number;
+  code: Uint8Array;
+  cachedPushes: Record<number, bigint>;
+  shouldDoJumpAnalysis: boolean;
+  memoryWordCount: bigint;
+  highestMemCost: bigint;
+  readonly stack: {
+    push(value: bigint): void;
+    pop(): bigint;
+    popN(n: number): bigint[];
+    peek(n?: number): bigint[];
+  };
+  readonly memory: { read(offset: number, size: number, avoidCopy?: boolean): Uint8Array };
+  readonly interpreter: {
+    getAddress(): { readonly bytes: Uint8Array };
+    getCallData(): Uint8Array;
+    isStatic(): boolean;
+    storageLoad(key: Uint8Array): Promise<Uint8Array>;
+    readonly journal: {
+      isWarmedStorage(address: Uint8Array, slot: Uint8Array): boolean;
+      addWarmedStorage(address: Uint8Array, slot: Uint8Array): void;
+    };
+  };
+}
+
+interface CommonLike {
+  isActivatedEIP(eip: number): boolean;
+  param(name: string): bigint;
+  readonly customCrypto?: { readonly keccak256?: (data: Uint8Array) => Uint8Array };
+}
+
+interface OpcodeEntry {
+  readonly opcodeInfo: { readonly code: number; readonly dynamicGas: boolean };
+  opHandler: (runState: RunState, common: CommonLike) => unknown;
+  gasHandler?: (runState: RunState, gas: bigint, common: CommonLike) => bigint | Promise<bigint>;
+}
+
+/** A hex digit's value (lowercase, as `bigint.toString(16)` writes them). */
+function nibble(code: number): number {
+  return code < 58 ? code - 48 : code - 87;
+}
+
+/**
+ * The 32-byte big-endian form of a word (0 ≤ word < 2²⁵⁶), from its hex digits: a quarter of
+ * the time of shifting it into 64-bit parts, each shift a new BigInt.
+ */
+export function wordBytes(word: bigint): Uint8Array {
+  const out = new Uint8Array(32);
+  if (word === 0n) return out;
+  const hex = word.toString(16);
+  let i = hex.length - 1;
+  for (let j = 31; i > 0; i -= 2, j--)
+    out[j] = (nibble(hex.charCodeAt(i - 1)) << 4) | nibble(hex.charCodeAt(i));
+  if (i === 0) out[31 - (hex.length >> 1)] = nibble(hex.charCodeAt(0));
+  return out;
+}
+
+/** Four big-endian bytes as an unsigned 32-bit integer. */
+function u32(b: Uint8Array, at: number): bigint {
+  return BigInt(((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0);
+}
+
+/** The word that 32 big-endian bytes hold, from eight 32-bit parts. */
+export function bytesWord(b: Uint8Array): bigint {
+  const high = (u32(b, 0) << 96n) | (u32(b, 4) << 64n) | (u32(b, 8) << 32n) | u32(b, 12);
+  const low = (u32(b, 16) << 96n) | (u32(b, 20) << 64n) | (u32(b, 24) << 32n) | u32(b, 28);
+  return (high << 128n) | low;
+}
+
+/** The unsigned integer of up to 32 big-endian bytes. */
+function bytesValue(bytes: Uint8Array): bigint {
+  if (bytes.length === 32) return bytesWord(bytes);
+  const padded = new Uint8Array(32);
+  padded.set(bytes, 32 - bytes.length);
+  return bytesWord(padded);
+}
+
+/** MSTORE: the word into 32 bytes of memory. */
+export function fastMstore(
+  runState: RunState & { memory: { write(o: number, s: number, v: Uint8Array): void } },
+): void {
+  const [offset, word] = runState.stack.popN(2) as [bigint, bigint];
+  runState.memory.write(Number(offset), 32, wordBytes(word));
+}
+
+/** `a / b` rounded up, for the non-negative operands of gas (the library's `divCeil`). */
+function divCeil(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  return a % b === 0n ? q : q + 1n;
+}
+
+function trap(message: string): never {
+  throw new EVMError(message as never);
+}
+
+/**
+ * Puts the fast handlers in `evm`'s opcode table (each EVM has its own, rebuilt when its
+ * hardfork changes, which puts the library's back). Nothing is replaced under the verkle or
+ * binary-tree EIPs, and storage reads only with EIP-2929.
+ */
+export function installFastOpcodes(evm: object, stop: (runState: never) => void): void {
+  const internals = evm as {
+    _opcodeMap?: (OpcodeEntry | undefined)[];
+    readonly common?: CommonLike;
+  };
+  const map = internals._opcodeMap;
+  const common = internals.common;
+  if (map === undefined || common === undefined) return;
+  const entry = (op: number, dynamic?: boolean): OpcodeEntry | undefined => {
+    const e = map[op];
+    if (e === undefined || e.opcodeInfo.code !== op) return undefined;
+    if (dynamic !== undefined && e.opcodeInfo.dynamicGas !== dynamic) return undefined;
+    return e;
+  };
+  const setOp = (op: number, handler: OpcodeEntry["opHandler"]) => {
+    const e = entry(op);
+    if (e !== undefined) e.opHandler = handler;
+  };
+  const setGas = (op: number, handler: NonNullable<OpcodeEntry["gasHandler"]>) => {
+    const e = entry(op, true);
+    if (e?.gasHandler !== undefined) e.gasHandler = handler;
+  };
+
+  setOp(0x52, fastMstore as never);
+  setOp(0x00, stop as never);
+  if (common.isActivatedEIP(6800) || common.isActivatedEIP(7864)) return;
+
+  const memoryGas = common.param("memoryGas");
+  const quadCoefficient = common.param("quadCoefficientDivGas");
+  const keccakWordGas = common.param("keccak256WordGas");
+  const copyGas = common.param("copyGas");
+  const logTopicGas = common.param("logTopicGas");
+  const logDataGas = common.param("logDataGas");
+  const expByteGas = common.param("expByteGas");
+
+  /** The gas of growing memory to cover `length` bytes at `offset` (the library's `subMemUsage`). */
+  const memory = (rs: RunState, offset: bigint, length: bigint): bigint => {
+    if (length === 0n) return 0n;
+    const words = divCeil(offset + length, 32n);
+    if (words <= rs.memoryWordCount) return 0n;
+    let cost = words * memoryGas + (words * words) / quadCoefficient;
+    if (cost > rs.highestMemCost) {
+      const highest = rs.highestMemCost;
+      rs.highestMemCost = cost;
+      cost -= highest;
+    }
+    rs.memoryWordCount = words;
+    return cost;
+  };
+
+  // --- gas ---------------------------------------------------------------------------------
+  setGas(0x0a, (rs, gas) => {
+    const exponent = rs.stack.peek(2)[1]!;
+    if (exponent === 0n) return gas;
+    const bytes = Math.ceil(exponent.toString(2).length / 8);
+    if (bytes < 1 || bytes > 32) trap(EVMError.errorMessages.OUT_OF_RANGE);
+    return gas + BigInt(bytes) * expByteGas;
+  });
+  setGas(0x20, (rs, gas) => {
+    const [offset, length] = rs.stack.peek(2) as [bigint, bigint];
+    return gas + memory(rs, offset, length) + keccakWordGas * divCeil(length, 32n);
+  });
+  const copy = (rs: RunState, gas: bigint): bigint => {
+    const [memOffset, , length] = rs.stack.peek(3) as [bigint, bigint, bigint];
+    gas += memory(rs, memOffset, length);
+    return length === 0n ? gas : gas + copyGas * divCeil(length, 32n);
+  };
+  setGas(0x37, copy); // CALLDATACOPY
+  setGas(0x39, copy); // CODECOPY
+  setGas(0x51, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 32n));
+  setGas(0x52, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 32n));
+  setGas(0x53, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 1n));
+  setGas(0x5e, (rs, gas) => {
+    const [dst, src, length] = rs.stack.peek(3) as [bigint, bigint, bigint];
+    gas += 3n * ((length + 31n) / 32n);
+    gas += memory(rs, src, length);
+    return gas + memory(rs, dst, length);
+  });
+  for (let op = 0xa0; op <= 0xa4; op++) {
+    setGas(op, (rs, gas) => {
+      if (rs.interpreter.isStatic()) trap(EVMError.errorMessages.STATIC_STATE_CHANGE);
+      const [offset, length] = rs.stack.peek(2) as [bigint, bigint];
+      const topics = rs.opCode - 0xa0;
+      if (topics < 0 || topics > 4) trap(EVMError.errorMessages.OUT_OF_RANGE);
+      gas += memory(rs, offset, length);
+      return gas + logTopicGas * BigInt(topics) + length * logDataGas;
+    });
+  }
+  const returning = (rs: RunState, gas: bigint): bigint => {
+    const [offset, length] = rs.stack.peek(2) as [bigint, bigint];
+    return gas + memory(rs, offset, length);
+  };
+  setGas(0xf3, returning); // RETURN
+  setGas(0xfd, returning); // REVERT
+  if (common.isActivatedEIP(2929)) {
+    const cold = common.param("coldsloadGas");
+    const warm = common.param("warmstoragereadGas");
+    setGas(0x54, (rs, gas) => {
+      const slot = wordBytes(rs.stack.peek()[0]!);
+      const address = rs.interpreter.getAddress().bytes;
+      const journal = rs.interpreter.journal;
+      if (journal.isWarmedStorage(address, slot)) return gas + warm;
+      journal.addWarmedStorage(address, slot);
+      return gas + cold;
+    });
+  }
+
+  // --- opcodes -----------------------------------------------------------------------------
+  setOp(0x20, (rs, c) => {
+    const [offset, length] = rs.stack.popN(2) as [bigint, bigint];
+    const data = length === 0n ? new Uint8Array(0) : rs.memory.read(Number(offset), Number(length));
+    // The Common's hash (the node's keccak256) when it has one, as the library picks it.
+    rs.stack.push(bytesWord((c.customCrypto?.keccak256 ?? keccak256)(data)));
+  });
+  setOp(0x35, (rs) => {
+    const position = rs.stack.pop();
+    const data = rs.interpreter.getCallData();
+    if (position >= BigInt(data.length)) {
+      rs.stack.push(0n);
+      return;
+    }
+    const at = Number(position);
+    const word = new Uint8Array(32);
+    word.set(data.subarray(at, at + 32));
+    rs.stack.push(bytesWord(word));
+  });
+  setOp(0x51, (rs) => {
+    const position = rs.stack.pop();
+    rs.stack.push(bytesWord(rs.memory.read(Number(position), 32, true)));
+  });
+  setOp(0x54, async (rs) => {
+    const value = await rs.interpreter.storageLoad(wordBytes(rs.stack.pop()));
+    rs.stack.push(value.length === 0 ? 0n : bytesValue(value));
+  });
+  const push = (rs: RunState) => {
+    const n = rs.opCode - 0x5f;
+    if (!rs.shouldDoJumpAnalysis) {
+      rs.stack.push(rs.cachedPushes[rs.programCounter]!);
+      rs.programCounter += n;
+      return;
+    }
+    // Before the first jump: the bytes after the opcode, zeros past the end of the code.
+    const bytes = new Uint8Array(n);
+    bytes.set(rs.code.subarray(rs.programCounter, rs.programCounter + n));
+    rs.programCounter += n;
+    rs.stack.push(bytesValue(bytes));
+  };
+  for (let op = 0x60; op <= 0x7f; op++) setOp(op, push);
+}
