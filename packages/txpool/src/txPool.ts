@@ -113,10 +113,10 @@ export class TxPool {
     const key = bytesToHex(tx.hash);
     this.#checkKnown(key);
     this.#checkStatic(tx, head);
-    const [stateNonce, balance] = await Promise.all([
-      head.state.getNonce(tx.from),
-      head.state.getBalance(tx.from),
-    ]);
+    // One after the other: the second read finds the account the first one loaded (two at
+    // once would both walk the state trie).
+    const stateNonce = await head.state.getNonce(tx.from);
+    const balance = await head.state.getBalance(tx.from);
     this.#checkKnown(key);
     const { result, journal } = this.#admit(tx, key, local, stateNonce, balance);
     if (journal) {
@@ -136,8 +136,9 @@ export class TxPool {
   async onNewHead(head: PoolHead): Promise<void> {
     const accounts = [...this.#accounts.values()];
     const states = await Promise.all(
-      accounts.map((a) =>
-        Promise.all([head.state.getNonce(a.address), head.state.getBalance(a.address)]),
+      accounts.map(
+        async (a) =>
+          [await head.state.getNonce(a.address), await head.state.getBalance(a.address)] as const,
       ),
     );
     let localsChanged = false;
