@@ -1,4 +1,11 @@
-import { type BlockContext, ExecutionError, type Executor, logsBloom, orBloom } from "@nodex/evm";
+import {
+  type BlockContext,
+  ExecutionError,
+  ExecutionErrorCode,
+  type Executor,
+  logsBloom,
+  orBloom,
+} from "@nodex/evm";
 import {
   type Database,
   type NodeCache,
@@ -173,28 +180,62 @@ export class BlockProduction {
     const bloom = new Uint8Array(256);
     let gasUsed = 0n;
     let paidFees = 0n;
-    for (const tx of txs) {
-      try {
-        const outcome = await this.#executor.executeTransaction(state, tx, ctx, gasUsed);
-        included.push(tx);
-        receipts.push(outcome.receipt);
-        orBloom(bloom, logsBloom(outcome.logs));
-        gasUsed = outcome.cumulativeGasUsed;
-        paidFees += outcome.fee;
-      } catch (err) {
-        if (!(err instanceof ExecutionError)) throw err;
-        if (strict) {
-          throw new ChainError(
-            ChainErrorCode.INVALID_BLOCK,
-            `transaction ${bytesToHex(tx.hash)} cannot run: ${err.message}`,
-          );
+    // One checkpoint around the whole block: the state manager writes its account and storage
+    // caches into the trie when its last checkpoint closes, which without this is at the end
+    // of every transaction. The trie then takes each account once per block, not once per
+    // transaction that touches it (the miner's, a busy sender's); the root is the same.
+    await state.manager.checkpoint();
+    let closed = false;
+    try {
+      for (const tx of txs) {
+        // A full block (a pool of thousands, a block of hundreds) turns most of them away for
+        // gas: the executor's own first check, here without making an error nobody may read.
+        if (!strict && gasUsed + tx.gasLimit > ctx.gasLimit && tx.gasPrice >= ctx.minimumGasPrice) {
+          rejected.push(outOfBlockGas(tx, ctx.gasLimit - gasUsed));
+          continue;
         }
-        rejected.push({ tx, error: err });
+        try {
+          const outcome = await this.#executor.executeTransaction(state, tx, ctx, gasUsed);
+          included.push(tx);
+          receipts.push(outcome.receipt);
+          orBloom(bloom, logsBloom(outcome.logs));
+          gasUsed = outcome.cumulativeGasUsed;
+          paidFees += outcome.fee;
+        } catch (err) {
+          if (!(err instanceof ExecutionError)) throw err;
+          if (strict) {
+            throw new ChainError(
+              ChainErrorCode.INVALID_BLOCK,
+              `transaction ${bytesToHex(tx.hash)} cannot run: ${err.message}`,
+            );
+          }
+          rejected.push({ tx, error: err });
+        }
       }
+      await state.manager.commit();
+      closed = true;
+    } finally {
+      // A block that failed leaves nothing behind in a state that may be used again.
+      if (!closed) await state.manager.revert().catch(() => undefined);
     }
     const stateRoot = await state.commit();
     return { store, state, stateRoot, included, receipts, rejected, bloom, gasUsed, paidFees };
   }
+}
+
+/** A transaction left out for the block's remaining gas, its error made when first read. */
+function outOfBlockGas(tx: SignedTransaction, remaining: bigint): RejectedTransaction {
+  let error: ExecutionError | undefined;
+  return {
+    tx,
+    get error() {
+      error ??= new ExecutionError(
+        ExecutionErrorCode.BLOCK_GAS_LIMIT,
+        `transaction gas ${tx.gasLimit} exceeds the block's remaining gas ${remaining}`,
+      );
+      return error;
+    },
+  };
 }
 
 /**

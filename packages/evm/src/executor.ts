@@ -228,6 +228,9 @@ export class Executor {
       );
     }
     await evm.journal.cleanup();
+    // EIP-2200's original values are the slots' values when this transaction starts, also when
+    // the block holds the state manager's checkpoint open across its transactions.
+    state.manager.originalStorageCache.clear();
     this.#warm(evm, tx.from, tx.to, block.coinbase);
 
     const reader = tracer === undefined ? undefined : stateReader(evm);

@@ -6,6 +6,7 @@ import { Bucket, Database, EMPTY_TRIE_ROOT } from "@nodex/state";
 import {
   type Address,
   bytesToHex,
+  contractAddress,
   deriveDevAccounts,
   headerHash,
   hexToBytes,
@@ -76,6 +77,80 @@ describe("Chain", () => {
     expect(where).toEqual({ blockHash: mined.hash, index: 1 });
     const state = await chain.stateAt(mined.block.header);
     expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 15n);
+  });
+
+  it("runs a block of transactions as it runs them one block each: the same gas, status and state", async () => {
+    // A contract that stores its calldata's first word in slot 0: what SSTORE costs depends on
+    // the slot's value when each transaction starts (EIP-2200), not when the block does.
+    const runtime = hexToBytes("0x60003560005500");
+    const init = Uint8Array.from([
+      0x60,
+      runtime.length,
+      0x80,
+      0x60,
+      0x0b,
+      0x60,
+      0x00,
+      0x39,
+      0x60,
+      0x00,
+      0xf3,
+      ...runtime,
+    ]);
+    const word = (n: bigint) => hexToBytes(`0x${n.toString(16).padStart(64, "0")}`);
+    const sign = (nonce: bigint, to: Address | null, data: Uint8Array, value = 0n) =>
+      signTransaction(
+        { nonce, gasPrice: 0n, gasLimit: 200_000n, to, value, data },
+        alice!.privateKey,
+        33,
+      );
+    const contract = contractAddress(alice!.address, 0n);
+    const deploy = sign(0n, null, init);
+    const txs = [
+      sign(1n, contract, word(1n)),
+      sign(2n, contract, word(2n)),
+      sign(3n, contract, word(0n)),
+      sign(4n, bob!.address, new Uint8Array(), 3n),
+      sign(5n, contract, word(5n)),
+      sign(6n, contract, word(5n)),
+      sign(7n, MINER, new Uint8Array(), 1n),
+    ];
+    const other = await Database.open(join(dir, "db-one-by-one"));
+    try {
+      const together = await open();
+      await together.mine([deploy], { coinbase: MINER });
+      const block = await together.mine(txs, { coinbase: MINER });
+      expect(block.rejected).toEqual([]);
+      const oneByOne = await Chain.open(network, { db: other, executor, logger: nullLogger });
+      await oneByOne.mine([deploy], { coinbase: MINER });
+      const gas: bigint[] = [];
+      for (const tx of txs) {
+        const mined = await oneByOne.mine([tx], { coinbase: MINER });
+        expect(mined.rejected).toEqual([]);
+        gas.push(mined.block.header.gasUsed);
+      }
+      const receipts = (await together.getReceipts(block.hash))!;
+      expect(
+        receipts.map((r, i) => r.cumulativeGasUsed - (receipts[i - 1]?.cumulativeGasUsed ?? 0n)),
+      ).toEqual(gas);
+      expect(receipts.every((r) => r.status === 1)).toBe(true);
+      // Setting 0 → 1 costs more than 1 → 2: the second transaction saw its own original value.
+      expect(gas[0]! > gas[1]!).toBe(true);
+      const a = await together.stateAt(together.head.block.header);
+      const b = await oneByOne.stateAt(oneByOne.head.block.header);
+      for (const who of [alice!.address, bob!.address, MINER, contract]) {
+        expect(await a.getBalance(who)).toBe(await b.getBalance(who));
+        expect(await a.getNonce(who)).toBe(await b.getNonce(who));
+      }
+      expect(bytesToHex(await a.getStorage(contract, new Uint8Array(32)))).toBe(
+        bytesToHex(word(5n)),
+      );
+      expect(bytesToHex(await b.getStorage(contract, new Uint8Array(32)))).toBe(
+        bytesToHex(word(5n)),
+      );
+    } finally {
+      await other.close();
+    }
   });
 
   it("leaves out transactions that cannot run, saying why", async () => {
