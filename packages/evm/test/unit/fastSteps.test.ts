@@ -9,6 +9,7 @@ import {
   deriveDevAccounts,
   hexToBytes,
   NETWORKS,
+  type SignedTransaction,
   signTransaction,
   type UnsignedTransaction,
 } from "@nodex/types";
@@ -184,21 +185,44 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * Two funded states: `fast` runs this package's paths, `library` the library's loop (a tracer
+ * makes the EVM run it) with its own opcode and gas handlers. `run` executes a transaction on
+ * both and checks they agree on status, gas, error, output and logs.
+ */
+async function sideBySide() {
+  const executor = new Executor(NETWORKS.regtest);
+  const reference = new Executor(NETWORKS.regtest, { libraryOpcodes: true });
+  const states: WorldState[] = [];
+  for (let i = 0; i < 2; i++) {
+    const state = await WorldState.open(new NodeStore(db));
+    await state.setBalance(alice!.address, 10n ** 24n);
+    await state.commit();
+    states.push(state);
+  }
+  const [fast, library] = states as [WorldState, WorldState];
+  const tracer = {};
+  const run = async (t: SignedTransaction, gasUsed: bigint, what: string) => {
+    const a = await executor.executeTransaction(fast, t, BLOCK, gasUsed);
+    const b = await reference.executeTransaction(library, t, BLOCK, gasUsed, tracer);
+    expect(a.status, what).toBe(b.status);
+    expect(a.gasUsed, what).toBe(b.gasUsed);
+    expect(a.error, what).toBe(b.error);
+    expect(bytesToHex(a.returnValue ?? new Uint8Array()), what).toBe(
+      bytesToHex(b.returnValue ?? new Uint8Array()),
+    );
+    expect(
+      a.logs.map((l) => [l.address, l.topics, l.data]),
+      what,
+    ).toEqual(b.logs.map((l) => [l.address, l.topics, l.data]));
+    return a;
+  };
+  return { fast, library, run };
+}
+
 describe("the interpreter's step loop", () => {
   it("gives the library loop's results on random programs: gas, status, output, logs, state", async () => {
-    const executor = new Executor(NETWORKS.regtest);
-    // The reference: the library's loop (a tracer makes the EVM run it) and its own handlers.
-    const reference = new Executor(NETWORKS.regtest, { libraryOpcodes: true });
-    const states: WorldState[] = [];
-    for (let i = 0; i < 2; i++) {
-      const state = await WorldState.open(new NodeStore(db));
-      await state.setBalance(alice!.address, 10n ** 24n);
-      await state.commit();
-      states.push(state);
-    }
-    const [fast, library] = states as [WorldState, WorldState];
-    // A tracer puts a step listener on the EVM, which makes it run the library's own loop.
-    const tracer = {};
+    const { fast, library, run } = await sideBySide();
     const next = random(20261124);
     let nonce = 0n;
     let failures = 0;
@@ -213,19 +237,7 @@ describe("the interpreter's step loop", () => {
       nonce++;
       let gasUsed = 0n;
       for (const t of [deploy, call]) {
-        const a = await executor.executeTransaction(fast, t, BLOCK, gasUsed);
-        const b = await reference.executeTransaction(library, t, BLOCK, gasUsed, tracer);
-        const what = `program ${i} ${bytesToHex(code)}`;
-        expect(a.status, what).toBe(b.status);
-        expect(a.gasUsed, what).toBe(b.gasUsed);
-        expect(a.error, what).toBe(b.error);
-        expect(bytesToHex(a.returnValue ?? new Uint8Array()), what).toBe(
-          bytesToHex(b.returnValue ?? new Uint8Array()),
-        );
-        expect(
-          a.logs.map((l) => [l.address, l.topics, l.data]),
-          what,
-        ).toEqual(b.logs.map((l) => [l.address, l.topics, l.data]));
+        const a = await run(t, gasUsed, `program ${i} ${bytesToHex(code)}`);
         if (t === call) {
           if (a.status === 0) failures++;
           else succeeded++;
@@ -302,18 +314,7 @@ describe("the interpreter's step loop", () => {
   });
 
   it("gives the library's results on calls between contracts: every call kind, value, precompiles, failures", async () => {
-    const executor = new Executor(NETWORKS.regtest);
-    // The reference: the library's loop (a tracer makes the EVM run it) and its own handlers.
-    const reference = new Executor(NETWORKS.regtest, { libraryOpcodes: true });
-    const states: WorldState[] = [];
-    for (let i = 0; i < 2; i++) {
-      const state = await WorldState.open(new NodeStore(db));
-      await state.setBalance(alice!.address, 10n ** 24n);
-      await state.commit();
-      states.push(state);
-    }
-    const [fast, library] = states as [WorldState, WorldState];
-    const tracer = {};
+    const { fast, library, run: runBoth } = await sideBySide();
     const next = random(424242);
     const contracts = Array.from({ length: 5 }, (_, i) =>
       contractAddress(alice!.address, BigInt(i)),
@@ -366,18 +367,7 @@ describe("the interpreter's step loop", () => {
     let nonce = 0n;
     let gasUsed = 0n;
     const run = async (t: ReturnType<typeof tx>, what: string) => {
-      const a = await executor.executeTransaction(fast, t, BLOCK, gasUsed);
-      const b = await reference.executeTransaction(library, t, BLOCK, gasUsed, tracer);
-      expect(a.status, what).toBe(b.status);
-      expect(a.gasUsed, what).toBe(b.gasUsed);
-      expect(a.error, what).toBe(b.error);
-      expect(bytesToHex(a.returnValue ?? new Uint8Array()), what).toBe(
-        bytesToHex(b.returnValue ?? new Uint8Array()),
-      );
-      expect(
-        a.logs.map((l) => [l.address, l.topics, l.data]),
-        what,
-      ).toEqual(b.logs.map((l) => [l.address, l.topics, l.data]));
+      const a = await runBoth(t, gasUsed, what);
       gasUsed = a.cumulativeGasUsed;
       return a;
     };
