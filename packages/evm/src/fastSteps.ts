@@ -351,6 +351,8 @@ function defaultBlock(): unknown {
   };
 }
 
+let executeCallInstalled = false;
+
 /** EIPs under which `_executeCall` charges gas or records accesses before the code runs. */
 const PRE_CALL_EIPS = [2780, 6800, 7702, 7708, 7864, 7928] as const;
 
@@ -402,7 +404,8 @@ export function installExecuteCall(): void {
   const proto = EVM.prototype as unknown as {
     _executeCall(this: CallInternals, message: CallMessage): Promise<{ execResult: CallResult }>;
   };
-  if (installedEVM.has(proto._executeCall) || typeof proto._executeCall !== "function") return;
+  if (executeCallInstalled || typeof proto._executeCall !== "function") return;
+  executeCallInstalled = true;
   const library = proto._executeCall;
   proto._executeCall = async function (message) {
     const common = this.common;
@@ -453,7 +456,6 @@ export function installExecuteCall(): void {
     if (message.depth === 0) this.postMessageCleanup();
     return { execResult: result };
   };
-  installedEVM.add(proto._executeCall);
 }
 
 type InterpreterArgs = readonly [
