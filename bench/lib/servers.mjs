@@ -75,7 +75,7 @@ export function anvilPeer() {
     label: "Anvil",
     kind: "peer",
     readyTimeoutMs: 30_000,
-    prepare(port) {
+    prepare(port, tmp) {
       const arch = { x64: "amd64", arm64: "arm64" }[process.arch];
       const platformPkg = `@foundry-rs/anvil-${process.platform}-${arch}`;
       const { version } = resolveOrSkip("@foundry-rs/anvil");
@@ -91,10 +91,16 @@ export function anvilPeer() {
         throw new Skip(`${platformPkg} (the package shipping the anvil binary) is not installed`);
       }
       if (!existsSync(path)) throw new Skip(`no anvil binary at ${path}`);
+      // Anvil keeps old blocks' states on disk under ~/.foundry/anvil/tmp and leaves them there
+      // when it is stopped: gigabytes per bench run. It gets a home of its own in the bench's
+      // temp folder, which goes when the run ends.
+      const home = join(tmp, "anvil-home");
+      mkdirSync(home, { recursive: true });
       return {
         cmd: path,
         args: ["--host", "127.0.0.1", "--port", String(port), "--silent"],
         cwd: benchDir,
+        env: { HOME: home },
         version,
       };
     },
