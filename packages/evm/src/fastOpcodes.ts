@@ -31,7 +31,10 @@ interface RunState {
     popN(n: number): bigint[];
     peek(n?: number): bigint[];
   };
-  readonly memory: { read(offset: number, size: number, avoidCopy?: boolean): Uint8Array };
+  readonly memory: {
+    read(offset: number, size: number, avoidCopy?: boolean): Uint8Array;
+    write(offset: number, size: number, value: Uint8Array): void;
+  };
   readonly interpreter: {
     getAddress(): { readonly bytes: Uint8Array };
     getCallData(): Uint8Array;
@@ -97,9 +100,7 @@ function bytesValue(bytes: Uint8Array): bigint {
 }
 
 /** MSTORE: the word into 32 bytes of memory. */
-export function fastMstore(
-  runState: RunState & { memory: { write(o: number, s: number, v: Uint8Array): void } },
-): void {
+export function fastMstore(runState: RunState): void {
   const [offset, word] = runState.stack.popN(2) as [bigint, bigint];
   runState.memory.write(Number(offset), 32, wordBytes(word));
 }

@@ -184,8 +184,8 @@ export class BlockProducer implements PendingSource {
     const pool = this.#admission.pool;
     await this.#admission.settled();
     const mined = await this.#chain.mine(pool.pending(), this.#mineOptions(timestamp));
-    // What the block took leaves the pool; the new head's update drops what became stale.
-    pool.remove(mined.block.transactions.map((tx) => tx.hash));
+    // The new head's update (TxAdmission) takes what the block took out of the pool and drops
+    // what became stale.
     await this.#admission.settled();
     return mined;
   }
