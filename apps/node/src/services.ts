@@ -89,6 +89,7 @@ export function createCore(
       blockNumber: () => chain.head.block.header.number,
       gasPrice: () =>
         (chain.head.block.header.minimumGasPrice * GAS_PRICE_MULTIPLIER_PERCENT) / 100n,
+      writing: () => chain.writing(),
     },
     peers: {
       listening: () => false,
@@ -107,7 +108,10 @@ export function createCore(
     reader,
     // debug_trace* and trace_* (the debug and trace modules, off unless --rpc-modules names them)
     tracing: reader,
-    transactions: producer,
+    // A send is answered once its automined block is sealed; requests wait for the write.
+    transactions: {
+      sendTransaction: (raw, opts) => producer.sendTransaction(raw, { ...opts, wait: "sealed" }),
+    },
     pool,
     dev: producer,
     events: {

@@ -139,6 +139,8 @@ export class Chain {
   readonly #headListeners = new Set<(change: HeadChange) => void>();
   #head: StoredBlock;
   #queue: Promise<unknown> = Promise.resolve();
+  /** See `writing()`. */
+  #writing: Promise<void> | undefined;
 
   private constructor(network: NetworkPreset, deps: ChainDeps, head: StoredBlock) {
     this.network = network;
@@ -393,7 +395,7 @@ export class Chain {
                 : undefined;
     if (mismatch !== undefined) return invalid(mismatch);
     const wasHead = this.#head;
-    const stored = await this.#write(block, parent, run);
+    const stored = await this.#write(storedBlock(block, parent, hash), parent, run);
     const best = this.#head === stored;
     this.#log.info(best ? "Imported block" : "Imported side block", {
       number: header.number,
@@ -421,13 +423,32 @@ export class Chain {
 
   /**
    * Builds a block on the head with as many of `txs` as can run, in order, seals it and makes
-   * it the new head.
+   * it the new head. `onSealed`, when given, hears of the block once it is sealed, while it is
+   * being written: until it is the head, `writing()` says so (see there).
    */
-  mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
-    return this.#enqueue(() => this.#mine(txs, opts));
+  mine(
+    txs: readonly SignedTransaction[],
+    opts: MineOptions,
+    onSealed?: (block: MinedBlock) => void,
+  ): Promise<MinedBlock> {
+    return this.#enqueue(() => this.#mine(txs, opts, onSealed));
   }
 
-  async #mine(txs: readonly SignedTransaction[], opts: MineOptions): Promise<MinedBlock> {
+  /**
+   * While a block this node mined is being written, a promise that settles (never rejects)
+   * once it is the head or its write failed; `undefined` otherwise. Who was told of a sealed
+   * block (`mine`'s `onSealed`) and answered before the write awaits this before reading the
+   * chain, so that every read sees the block: the RPC layer waits for it before each request.
+   */
+  writing(): Promise<void> | undefined {
+    return this.#writing;
+  }
+
+  async #mine(
+    txs: readonly SignedTransaction[],
+    opts: MineOptions,
+    onSealed: ((block: MinedBlock) => void) | undefined,
+  ): Promise<MinedBlock> {
     const parent = this.#head;
     const uncles = await this.#uncleCandidates(parent);
     const { header: unsealed, run } = await this.#production.build(
@@ -446,14 +467,37 @@ export class Chain {
         `the sealer made an invalid merged-mining proof: ${seal}`,
       );
     }
-    const stored = await this.#write(assembled(header, run, uncles), parent, run);
+    const stored = storedBlock(assembled(header, run, uncles), parent);
+    const mined: MinedBlock = { ...stored, receipts: run.receipts, rejected: run.rejected };
+    const write = this.#write(stored, parent, run);
+    const written = write.then(
+      () => undefined,
+      (err: unknown) => {
+        this.#log.error("Mined block not written", {
+          number: header.number,
+          hash: bytesToHex(stored.hash),
+          error: (err as Error).message,
+        });
+      },
+    );
+    this.#writing = written;
+    try {
+      onSealed?.(mined);
+    } catch (err) {
+      this.#log.error("A sealed-block listener failed", { error: (err as Error).message });
+    }
+    try {
+      await write;
+    } finally {
+      if (this.#writing === written) this.#writing = undefined;
+    }
     this.#log.info("Mined block", {
       number: header.number,
       hash: bytesToHex(stored.hash),
       txs: run.included.length,
       gasUsed: header.gasUsed,
     });
-    return { ...stored, receipts: run.receipts, rejected: run.rejected };
+    return mined;
   }
 
   /**
@@ -534,11 +578,9 @@ export class Chain {
    * total difficulty is higher than the head's: the canonical index and the transaction index
    * switch over from the common ancestor in the same batch.
    */
-  async #write(block: Block, parent: StoredBlock, run: Execution): Promise<StoredBlock> {
+  async #write(stored: StoredBlock, parent: StoredBlock, run: Execution): Promise<StoredBlock> {
+    const { block, hash, totalDifficulty } = stored;
     const { header } = block;
-    const hash = headerHash(header);
-    const totalDifficulty = parent.totalDifficulty + cumulativeDifficulty(block);
-    const stored: StoredBlock = { block, hash, totalDifficulty };
     const ops: WriteOp[] = [
       ...run.store.takeWrites([run.stateRoot]),
       ...blockWrites(block, hash, totalDifficulty, run.receipts),
@@ -603,6 +645,15 @@ export class Chain {
       });
     }
   }
+}
+
+/** `block` as stored on `parent`: its hash and the total difficulty of its chain. */
+function storedBlock(
+  block: Block,
+  parent: StoredBlock,
+  hash = headerHash(block.header),
+): StoredBlock {
+  return { block, hash, totalDifficulty: parent.totalDifficulty + cumulativeDifficulty(block) };
 }
 
 async function writeGenesis(network: NetworkPreset, db: Database): Promise<StoredBlock> {

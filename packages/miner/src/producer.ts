@@ -134,20 +134,33 @@ export class BlockProducer implements PendingSource {
    * Admits a transaction (see `TxAdmission.admit`); with automine, mines the pool's executable
    * transactions at once (a block as Hardhat makes one per transaction) and throws
    * `MinerError` (`TRANSACTION_REJECTED`) when that block could not include it. Returns the
-   * transaction's hash.
+   * transaction's hash: by default once that block is the head; with `wait: "sealed"` as soon
+   * as it is sealed, while it is being written (a caller that reads the chain next first
+   * awaits `Chain.writing()`, as the RPC layer does). A block whose write then fails leaves
+   * the transaction waiting in the pool for the next one.
    */
   async sendTransaction(
     input: Uint8Array | SignedTransaction,
-    opts: { local?: boolean } = {},
+    opts: { local?: boolean; wait?: "head" | "sealed" } = {},
   ): Promise<Uint8Array> {
     const { tx, status } = await this.#admission.admit(input, opts);
     if (!this.#autoMining || status !== "pending") return tx.hash;
     const pool = this.#admission.pool;
     // Sends that arrive together share blocks: a block mined for an earlier send may have taken
     // this one already, and then no block is made for it.
-    const mined = await this.#enqueue(() =>
-      pool.get(tx.hash) === undefined ? Promise.resolve(undefined) : this.#mineNow(),
-    );
+    const mine = (onSealed?: (block: MinedBlock) => void) =>
+      this.#enqueue(() =>
+        pool.get(tx.hash) === undefined
+          ? Promise.resolve(undefined)
+          : this.#mineNow(undefined, onSealed),
+      );
+    const mined =
+      opts.wait === "sealed"
+        ? await new Promise<MinedBlock | undefined>((resolve, reject) => {
+            // The first to come wins: the sealed block, or what went wrong before it.
+            mine(resolve).then(resolve, reject);
+          })
+        : await mine();
     const rejected = mined?.rejected.find((r) => equalBytes(r.tx.hash, tx.hash));
     if (rejected !== undefined) {
       pool.remove([tx.hash]);
@@ -180,10 +193,10 @@ export class BlockProducer implements PendingSource {
     return run;
   }
 
-  async #mineNow(timestamp?: bigint): Promise<MinedBlock> {
+  async #mineNow(timestamp?: bigint, onSealed?: (block: MinedBlock) => void): Promise<MinedBlock> {
     const pool = this.#admission.pool;
     await this.#admission.settled();
-    const mined = await this.#chain.mine(pool.pending(), this.#mineOptions(timestamp));
+    const mined = await this.#chain.mine(pool.pending(), this.#mineOptions(timestamp), onSealed);
     // The new head's update (TxAdmission) takes what the block took out of the pool and drops
     // what became stale.
     await this.#admission.settled();

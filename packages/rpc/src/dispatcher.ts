@@ -54,6 +54,12 @@ export class Dispatcher {
    * layer can write the answer without waiting for another turn of the event loop.
    */
   dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
+    const writing = this.#deps.services.chain.writing?.();
+    if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx));
+    return this.#dispatch(body, ctx);
+  }
+
+  #dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);

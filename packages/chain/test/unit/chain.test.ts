@@ -177,6 +177,50 @@ describe("Chain", () => {
     expect(await reopened.getBlockByNumber(3n)).toBeUndefined();
   });
 
+  it("tells of a mined block once sealed, while it is written; writing() settles at the head", async () => {
+    const chain = await open();
+    expect(chain.writing()).toBeUndefined();
+    const told: { number?: bigint; head?: bigint; headOnceWritten?: string }[] = [];
+    const mined = await chain.mine([transfer(0n, 7n)], { coinbase: MINER }, (block) => {
+      const seen: (typeof told)[number] = {
+        number: block.block.header.number,
+        head: chain.head.block.header.number,
+      };
+      told.push(seen);
+      const writing = chain.writing();
+      expect(writing).toBeInstanceOf(Promise);
+      void writing?.then(() => {
+        seen.headOnceWritten = bytesToHex(chain.head.hash);
+      });
+    });
+    // Told before the block was the head; the promise settled once it was.
+    expect(told).toEqual([{ number: 1n, head: 0n, headOnceWritten: bytesToHex(mined.hash) }]);
+    expect(chain.writing()).toBeUndefined();
+    expect(mined.receipts).toHaveLength(1);
+  });
+
+  it("keeps its head when a mined block's write fails, and mines on", async () => {
+    const chain = await open();
+    const write = db.write.bind(db);
+    db.write = () => Promise.reject(new Error("no space left on device"));
+    let writing: Promise<void> | undefined;
+    const failed = chain.mine([transfer(0n, 7n)], { coinbase: MINER }, () => {
+      writing = chain.writing();
+    });
+    await expect(failed).rejects.toThrow("no space left on device");
+    await expect(writing).resolves.toBeUndefined();
+    expect(chain.writing()).toBeUndefined();
+    expect(chain.head.block.header.number).toBe(0n);
+    expect(await chain.getBlockByNumber(1n)).toBeUndefined();
+    db.write = write;
+    const mined = await chain.mine([transfer(0n, 7n)], { coinbase: MINER });
+    expect(mined.block.header.number).toBe(1n);
+    expect(mined.block.transactions).toHaveLength(1);
+    const state = await chain.stateAt(chain.head.block.header);
+    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 7n);
+    expect(await state.getNonce(alice!.address)).toBe(1n);
+  });
+
   it("builds blocks one at a time when asked concurrently", async () => {
     const chain = await open();
     const [a, b] = await Promise.all([

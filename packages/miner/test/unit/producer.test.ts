@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Chain, ChainReader, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
+import { Database } from "@nodex/state";
 import { TxAdmission, TxPool } from "@nodex/txpool";
 import {
   type Address,
@@ -131,6 +132,57 @@ describe("BlockProducer with automine", () => {
 
     await producer.sendTransaction(pay(alice, 1n));
     expect(headNumber(chain)).toBe(2n);
+  });
+
+  it('answers a send with wait "sealed" while its block is written; writing() settles at the head', async () => {
+    const { chain, reader, pool, producer } = await setup();
+    await producer.start();
+    const tx = pay(alice, 0n, 5n);
+    const hash = await producer.sendTransaction(tx.raw, { wait: "sealed" });
+    expect(bytesToHex(hash)).toBe(bytesToHex(tx.hash));
+    const writing = chain.writing();
+    expect(writing).toBeInstanceOf(Promise);
+    expect(headNumber(chain)).toBe(0n);
+    await writing;
+    expect(headNumber(chain)).toBe(1n);
+    expect((await reader.receipt(tx.hash))?.receipt.status).toBe(1);
+    // The next send mines on the new head, without the one already mined.
+    await producer.sendTransaction(pay(alice, 1n), { wait: "sealed" });
+    await chain.writing();
+    expect(headNumber(chain)).toBe(2n);
+    expect(chain.head.block.transactions.map((t) => t.nonce)).toEqual([1n]);
+    expect(pool.status()).toEqual({ pending: 0, queued: 0 });
+  });
+
+  it("keeps a send answered before its block failed to be written waiting in the pool", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodex-producer-"));
+    dirs.push(dir);
+    const db = await Database.open(join(dir, "db"));
+    try {
+      const chain = await makeChain({
+        db,
+        rules: mergedMiningRules(network),
+        sealer: SYNTHETIC_SEALER,
+      });
+      const { reader, pool, producer } = await setup({}, { chain });
+      await producer.start();
+      const write = db.write.bind(db);
+      db.write = () => Promise.reject(new Error("no space left on device"));
+      const tx = pay(alice, 0n, 5n);
+      const hash = await producer.sendTransaction(tx.raw, { wait: "sealed" });
+      expect(bytesToHex(hash)).toBe(bytesToHex(tx.hash));
+      await chain.writing();
+      expect(headNumber(chain)).toBe(0n);
+      expect(await reader.receipt(tx.hash)).toBeNull();
+      expect(pool.status()).toEqual({ pending: 1, queued: 0 });
+      db.write = write;
+      await producer.mineBlock();
+      expect(headNumber(chain)).toBe(1n);
+      expect((await reader.receipt(tx.hash))?.receipt.status).toBe(1);
+      expect(pool.status()).toEqual({ pending: 0, queued: 0 });
+    } finally {
+      await db.close();
+    }
   });
 
   it("does not mine a transaction that waits behind a nonce gap", async () => {

@@ -82,6 +82,41 @@ const req = (method: string, params: unknown[] = [], id: unknown = 1) => ({
 });
 
 describe("Dispatcher", () => {
+  it("holds each request while a block the node made is being written", async () => {
+    let written: () => void = () => {};
+    let writing: Promise<void> | undefined = new Promise<void>((resolve) => {
+      written = resolve;
+    });
+    let ran = 0;
+    const counting = defineModule("debug", {
+      count: method({ params: [], result: r.quantity, handler: () => BigInt(++ran) }),
+    });
+    const d = new Dispatcher(
+      { maxBatchSize: 10, maxResponseBytes: 10_000, timeoutMs: 0 },
+      {
+        registry: new MethodRegistry([counting], {
+          enabled: new Set(["debug"]),
+          hostedOff: new Set(),
+        }),
+        services: fakeServices({
+          chain: { blockNumber: () => 5n, gasPrice: () => 1000n, writing: () => writing },
+        }),
+        logger,
+      },
+    );
+    const held = d.dispatch(JSON.stringify(req("debug_count")), ctx);
+    expect(held).toBeInstanceOf(Promise);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(ran).toBe(0);
+    written();
+    writing = undefined;
+    expect(JSON.parse((await held) as string).result).toBe("0x1");
+    // Nothing being written: answered at once, in the same turn.
+    const now = d.dispatch(JSON.stringify(req("debug_count")), ctx);
+    expect(typeof now).toBe("string");
+    expect(JSON.parse(now as string).result).toBe("0x2");
+  });
+
   it("fills optional trailing parameters with their defaults, also for null", async () => {
     const d = dispatcher();
     expect((await run(d, req("debug_echo", ["0x10"]))).result).toEqual({ n: "16", flag: true });
