@@ -1,6 +1,7 @@
 import { concatBytes, writeU32LE } from "@nodex/types";
 import { encodeBitcoinHeader } from "./bitcoinHeader.js";
 import { compressCoinbase, RSK_TAG } from "./coinbase.js";
+import { doubleSha256 } from "./doubleSha256.js";
 import { invalidArgument, MergeMiningError, MergeMiningErrorCode } from "./errors.js";
 import { grindNonce } from "./grind.js";
 import { buildMerkleProof } from "./proof.js";
@@ -83,10 +84,14 @@ export function syntheticHeader(
   bits: number,
   nonce = 0,
 ): Uint8Array {
+  return headerOn(txid(coinbaseTransaction), time, bits, nonce);
+}
+
+function headerOn(merkleRoot: Uint8Array, time: number, bits: number, nonce = 0): Uint8Array {
   return encodeBitcoinHeader({
     version: SYNTHETIC_VERSION,
     prevHash: new Uint8Array(32),
-    merkleRoot: txid(coinbaseTransaction),
+    merkleRoot,
     time,
     bits,
     nonce,
@@ -117,8 +122,9 @@ export function buildSyntheticProof(opts: SyntheticProofOptions): SyntheticProof
   let attempts = 0;
   for (;;) {
     const coinbaseTransaction = syntheticCoinbase(opts.hashForMergedMining, extraNonce);
-    const cbTxid = txid(coinbaseTransaction);
-    const header = syntheticHeader(coinbaseTransaction, opts.time, bits);
+    // Serialized without witness: its txid is its double-SHA256 as it is.
+    const cbTxid = doubleSha256(coinbaseTransaction);
+    const header = headerOn(cbTxid, opts.time, bits);
     const budget = Math.min(perExtraNonce, maxAttempts - attempts);
     const nonce = grindNonce(header, targetBytes, 0, budget);
     if (nonce >= 0) {

@@ -41,6 +41,22 @@ function readItem(b: Uint8Array, pos: number, end: number): boolean {
   return true;
 }
 
+/** Set by `forEachNodeRef`: the first four bytes of the hashes asked for (see there). */
+let wanted: ReadonlySet<number> | undefined;
+
+/** Whether the hash at `at` may be one asked for. */
+function mayBeWanted(b: Uint8Array, at: number): boolean {
+  return (
+    wanted === undefined ||
+    wanted.has(((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0)
+  );
+}
+
+/** The first four bytes of a hash given as the trie's key (64 hex digits), as a number. */
+export function hashPrefix(key: string): number {
+  return Number.parseInt(key.slice(0, 8), 16);
+}
+
 function hex32(b: Uint8Array, at: number): string {
   let out = "";
   for (let i = at; i < at + 32; i++) out += HEX_BYTE[b[i]!];
@@ -59,7 +75,7 @@ function visitChild(
   const start = payloadStart;
   const stop = payloadEnd;
   if (isList) visitNodeAt(b, pos, stop, kind, onRef);
-  else if (stop - start === 32) onRef(hex32(b, start), kind);
+  else if (stop - start === 32 && mayBeWanted(b, start)) onRef(hex32(b, start), kind);
   return stop;
 }
 
@@ -99,7 +115,12 @@ function visitNodeAt(
       if (!readItem(b, at, accountEnd)) return;
       at = payloadEnd;
     }
-    if (readItem(b, at, accountEnd) && !isList && payloadEnd - payloadStart === 32)
+    if (
+      readItem(b, at, accountEnd) &&
+      !isList &&
+      payloadEnd - payloadStart === 32 &&
+      mayBeWanted(b, payloadStart)
+    )
       onRef(hex32(b, payloadStart), "storage");
     return;
   }
@@ -115,12 +136,20 @@ function visitNodeAt(
  * Calls `onRef` with the database key of each node `node` (a trie node's RLP) refers to by
  * hash: the children of a branch or an extension (embedded children are walked in place) and,
  * in a leaf of the account trie, the account's storage root. The same references as
- * `visitNode` of the decoded node.
+ * `visitNode` of the decoded node. With `prefixes` (`hashPrefix` of each key asked for), a
+ * hash whose first four bytes are none of them is skipped before it is made a key: a branch
+ * refers to sixteen nodes, and a caller looking for the few just written needs few of them.
  */
 export function forEachNodeRef(
   node: Uint8Array,
   kind: TrieKind,
   onRef: (key: string, kind: TrieKind) => void,
+  prefixes?: ReadonlySet<number>,
 ): void {
-  visitNodeAt(node, 0, node.length, kind, onRef);
+  wanted = prefixes;
+  try {
+    visitNodeAt(node, 0, node.length, kind, onRef);
+  } finally {
+    wanted = undefined;
+  }
 }

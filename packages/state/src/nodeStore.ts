@@ -3,7 +3,7 @@ import { bytesToUnprefixedHex, hexToBytes } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
 import { NodeCache } from "./nodeCache.js";
-import { forEachNodeRef } from "./nodeRefs.js";
+import { forEachNodeRef, hashPrefix } from "./nodeRefs.js";
 import type { TrieKind } from "./pruner.js";
 
 /**
@@ -71,22 +71,25 @@ export class NodeStore implements DB<string, string | Uint8Array> {
   /** The waiting nodes that `roots` reach through waiting nodes (storage tries included). */
   #reachable(roots: readonly Uint8Array[]): Set<string> {
     const waiting = this.#pending;
+    const prefixes = new Set<number>();
+    for (const key of waiting.keys()) if (key.length === 64) prefixes.add(hashPrefix(key));
     const reached = new Set<string>();
     const stack: { key: string; kind: TrieKind }[] = roots.map((root) => ({
       key: bytesToUnprefixedHex(root),
       kind: "account",
     }));
+    // Only waiting nodes are followed: one on disk already (or the empty trie) has everything
+    // below it on disk too.
     const push = (key: string, kind: TrieKind) => {
-      if (!reached.has(key)) stack.push({ key, kind });
+      if (!reached.has(key) && waiting.has(key)) stack.push({ key, kind });
     };
     while (stack.length > 0) {
       const { key, kind } = stack.pop()!;
       if (reached.has(key)) continue;
       const bytes = waiting.get(key);
-      // Not waiting: on disk already (or the empty trie), so everything below it is too.
       if (bytes === undefined) continue;
       reached.add(key);
-      forEachNodeRef(bytes, kind, push);
+      forEachNodeRef(bytes, kind, push, prefixes);
     }
     return reached;
   }

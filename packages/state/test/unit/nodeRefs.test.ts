@@ -6,7 +6,7 @@ import { RLP } from "@ethereumjs/rlp";
 import { type Address, bytesToUnprefixedHex, hexToBytes } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Database, EMPTY_TRIE_ROOT, NodeStore, WorldState } from "../../src/index.js";
-import { forEachNodeRef } from "../../src/nodeRefs.js";
+import { forEachNodeRef, hashPrefix } from "../../src/nodeRefs.js";
 import { type Decoded, type TrieKind, visitNode } from "../../src/pruner.js";
 
 let dir: string;
@@ -66,6 +66,22 @@ describe("forEachNodeRef", () => {
     expect(refs).toBeGreaterThan(300);
     // The thirty contracts' storage roots.
     expect(storage.size).toBe(30);
+
+    // Asked for some keys by their first four bytes: those, and no others, come out.
+    let asked = 0;
+    for (const op of ops) {
+      if (op.type !== "put" || op.key.length !== 32) continue;
+      for (const kind of ["account", "storage"] as const) {
+        const all: string[] = [];
+        forEachNodeRef(op.value, kind, (key) => all.push(key));
+        const some = all.filter((_, i) => i % 3 === 0);
+        const got: string[] = [];
+        forEachNodeRef(op.value, kind, (key) => got.push(key), new Set(some.map(hashPrefix)));
+        expect(got).toEqual(some);
+        asked += some.length;
+      }
+    }
+    expect(asked).toBeGreaterThan(100);
   });
 
   it("walks nodes embedded in their parent, as a trie of short keys and values has them", async () => {
