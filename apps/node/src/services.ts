@@ -108,9 +108,9 @@ export function createCore(
     reader,
     // debug_trace* and trace_* (the debug and trace modules, off unless --rpc-modules names them)
     tracing: reader,
-    // A send is answered once its automined block is sealed; requests wait for the write.
+    // A send is answered once its automined block is built; requests wait for its write.
     transactions: {
-      sendTransaction: (raw, opts) => producer.sendTransaction(raw, { ...opts, wait: "sealed" }),
+      sendTransaction: (raw, opts) => producer.sendTransaction(raw, { ...opts, wait: "built" }),
     },
     pool,
     dev: producer,

@@ -58,9 +58,14 @@ import {
 
 const HEAD_KEY = new TextEncoder().encode("head");
 
-export interface MinedBlock extends StoredBlock {
-  readonly receipts: readonly Receipt[];
+/** What a block being mined took in, known once it is built (see `Chain.mine`). */
+export interface BuiltBlock {
+  readonly included: readonly SignedTransaction[];
   readonly rejected: readonly RejectedTransaction[];
+}
+
+export interface MinedBlock extends StoredBlock, BuiltBlock {
+  readonly receipts: readonly Receipt[];
 }
 
 /** Work for miners: a block on `parentHash` without its seal, and what could not go in. */
@@ -423,22 +428,24 @@ export class Chain {
 
   /**
    * Builds a block on the head with as many of `txs` as can run, in order, seals it and makes
-   * it the new head. `onSealed`, when given, hears of the block once it is sealed, while it is
-   * being written: until it is the head, `writing()` says so (see there).
+   * it the new head. `onBuilt`, when given, hears which transactions went in as soon as the
+   * block is built, before it is sealed and written: until it is the head, `writing()` says so
+   * (see there).
    */
   mine(
     txs: readonly SignedTransaction[],
     opts: MineOptions,
-    onSealed?: (block: MinedBlock) => void,
+    onBuilt?: (block: BuiltBlock) => void,
   ): Promise<MinedBlock> {
-    return this.#enqueue(() => this.#mine(txs, opts, onSealed));
+    return this.#enqueue(() => this.#mine(txs, opts, onBuilt));
   }
 
   /**
-   * While a block this node mined is being written, a promise that settles (never rejects)
-   * once it is the head or its write failed; `undefined` otherwise. Who was told of a sealed
-   * block (`mine`'s `onSealed`) and answered before the write awaits this before reading the
-   * chain, so that every read sees the block: the RPC layer waits for it before each request.
+   * While a block this node built is being sealed and written, a promise that settles (never
+   * rejects) once it is the head or is lost (its seal or write failed, which is logged);
+   * `undefined` otherwise. Who was told of a built block (`mine`'s `onBuilt`) and answered
+   * before it was written awaits this before reading the chain, so that every read sees the
+   * block: the RPC layer waits for it before each request.
    */
   writing(): Promise<void> | undefined {
     return this.#writing;
@@ -447,17 +454,45 @@ export class Chain {
   async #mine(
     txs: readonly SignedTransaction[],
     opts: MineOptions,
-    onSealed: ((block: MinedBlock) => void) | undefined,
+    onBuilt: ((block: BuiltBlock) => void) | undefined,
   ): Promise<MinedBlock> {
     const parent = this.#head;
     const uncles = await this.#uncleCandidates(parent);
-    const { header: unsealed, run } = await this.#production.build(
-      parent,
-      uncles,
-      txs,
-      opts,
-      false,
+    const { header, run } = await this.#production.build(parent, uncles, txs, opts, false);
+    if (onBuilt === undefined) return this.#sealAndWrite(parent, header, run, uncles);
+    // Whoever is told answers now; sealing and writing wait for the next turn of the event
+    // loop, so that the answer goes out first.
+    const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+      this.#sealAndWrite(parent, header, run, uncles),
     );
+    const settled = done.then(
+      () => undefined,
+      (err: unknown) => {
+        this.#log.error("Mined block lost: not sealed or not written", {
+          number: header.number,
+          error: (err as Error).message,
+        });
+      },
+    );
+    this.#writing = settled;
+    try {
+      onBuilt({ included: run.included, rejected: run.rejected });
+    } catch (err) {
+      this.#log.error("A built-block listener failed", { error: (err as Error).message });
+    }
+    try {
+      return await done;
+    } finally {
+      if (this.#writing === settled) this.#writing = undefined;
+    }
+  }
+
+  async #sealAndWrite(
+    parent: StoredBlock,
+    unsealed: BlockHeader,
+    run: Execution,
+    uncles: BlockHeader[],
+  ): Promise<MinedBlock> {
     const hfmm = await this.hashForMergedMining(unsealed);
     const header = await this.#sealer.seal(unsealed, hfmm);
     const seal = this.#rules.checkSeal(header, hfmm);
@@ -467,37 +502,18 @@ export class Chain {
         `the sealer made an invalid merged-mining proof: ${seal}`,
       );
     }
-    const stored = storedBlock(assembled(header, run, uncles), parent);
-    const mined: MinedBlock = { ...stored, receipts: run.receipts, rejected: run.rejected };
-    const write = this.#write(stored, parent, run);
-    const written = write.then(
-      () => undefined,
-      (err: unknown) => {
-        this.#log.error("Mined block not written", {
-          number: header.number,
-          hash: bytesToHex(stored.hash),
-          error: (err as Error).message,
-        });
-      },
+    const stored = await this.#write(
+      storedBlock(assembled(header, run, uncles), parent),
+      parent,
+      run,
     );
-    this.#writing = written;
-    try {
-      onSealed?.(mined);
-    } catch (err) {
-      this.#log.error("A sealed-block listener failed", { error: (err as Error).message });
-    }
-    try {
-      await write;
-    } finally {
-      if (this.#writing === written) this.#writing = undefined;
-    }
     this.#log.info("Mined block", {
       number: header.number,
       hash: bytesToHex(stored.hash),
       txs: run.included.length,
       gasUsed: header.gasUsed,
     });
-    return mined;
+    return { ...stored, receipts: run.receipts, included: run.included, rejected: run.rejected };
   }
 
   /**

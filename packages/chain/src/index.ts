@@ -9,6 +9,7 @@ export {
 export {
   type BlockSealer,
   type BlockTemplate,
+  type BuiltBlock,
   Chain,
   type ChainDeps,
   type ImportResult,

@@ -1,4 +1,5 @@
 import {
+  type BuiltBlock,
   type Chain,
   cumulativeDifficulty,
   type MinedBlock,
@@ -134,30 +135,30 @@ export class BlockProducer implements PendingSource {
    * Admits a transaction (see `TxAdmission.admit`); with automine, mines the pool's executable
    * transactions at once (a block as Hardhat makes one per transaction) and throws
    * `MinerError` (`TRANSACTION_REJECTED`) when that block could not include it. Returns the
-   * transaction's hash: by default once that block is the head; with `wait: "sealed"` as soon
-   * as it is sealed, while it is being written (a caller that reads the chain next first
-   * awaits `Chain.writing()`, as the RPC layer does). A block whose write then fails leaves
-   * the transaction waiting in the pool for the next one.
+   * transaction's hash: by default once that block is the head; with `wait: "built"` as soon
+   * as it is built, while it is sealed and written (a caller that reads the chain next first
+   * awaits `Chain.writing()`, as the RPC layer does). A block that is then lost (its write
+   * failed) leaves the transaction waiting in the pool for the next one.
    */
   async sendTransaction(
     input: Uint8Array | SignedTransaction,
-    opts: { local?: boolean; wait?: "head" | "sealed" } = {},
+    opts: { local?: boolean; wait?: "head" | "built" } = {},
   ): Promise<Uint8Array> {
     const { tx, status } = await this.#admission.admit(input, opts);
     if (!this.#autoMining || status !== "pending") return tx.hash;
     const pool = this.#admission.pool;
     // Sends that arrive together share blocks: a block mined for an earlier send may have taken
     // this one already, and then no block is made for it.
-    const mine = (onSealed?: (block: MinedBlock) => void) =>
+    const mine = (onBuilt?: (block: BuiltBlock) => void) =>
       this.#enqueue(() =>
         pool.get(tx.hash) === undefined
           ? Promise.resolve(undefined)
-          : this.#mineNow(undefined, onSealed),
+          : this.#mineNow(undefined, onBuilt),
       );
-    const mined =
-      opts.wait === "sealed"
-        ? await new Promise<MinedBlock | undefined>((resolve, reject) => {
-            // The first to come wins: the sealed block, or what went wrong before it.
+    const mined: BuiltBlock | undefined =
+      opts.wait === "built"
+        ? await new Promise<BuiltBlock | undefined>((resolve, reject) => {
+            // The first to come wins: the built block, or what went wrong before it.
             mine(resolve).then(resolve, reject);
           })
         : await mine();
@@ -193,10 +194,10 @@ export class BlockProducer implements PendingSource {
     return run;
   }
 
-  async #mineNow(timestamp?: bigint, onSealed?: (block: MinedBlock) => void): Promise<MinedBlock> {
+  async #mineNow(timestamp?: bigint, onBuilt?: (block: BuiltBlock) => void): Promise<MinedBlock> {
     const pool = this.#admission.pool;
     await this.#admission.settled();
-    const mined = await this.#chain.mine(pool.pending(), this.#mineOptions(timestamp), onSealed);
+    const mined = await this.#chain.mine(pool.pending(), this.#mineOptions(timestamp), onBuilt);
     // The new head's update (TxAdmission) takes what the block took out of the pool and drops
     // what became stale.
     await this.#admission.settled();

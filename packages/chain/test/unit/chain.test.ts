@@ -177,24 +177,29 @@ describe("Chain", () => {
     expect(await reopened.getBlockByNumber(3n)).toBeUndefined();
   });
 
-  it("tells of a mined block once sealed, while it is written; writing() settles at the head", async () => {
+  it("tells what a mined block took once built, before it is written; writing() settles at the head", async () => {
     const chain = await open();
     expect(chain.writing()).toBeUndefined();
-    const told: { number?: bigint; head?: bigint; headOnceWritten?: string }[] = [];
-    const mined = await chain.mine([transfer(0n, 7n)], { coinbase: MINER }, (block) => {
-      const seen: (typeof told)[number] = {
-        number: block.block.header.number,
-        head: chain.head.block.header.number,
-      };
-      told.push(seen);
-      const writing = chain.writing();
-      expect(writing).toBeInstanceOf(Promise);
-      void writing?.then(() => {
-        seen.headOnceWritten = bytesToHex(chain.head.hash);
-      });
-    });
+    const told: { included?: number; head?: bigint; headOnceWritten?: string }[] = [];
+    const mined = await chain.mine(
+      [transfer(0n, 7n), transfer(5n, 1n)],
+      { coinbase: MINER },
+      (built) => {
+        const seen: (typeof told)[number] = {
+          included: built.included.length,
+          head: chain.head.block.header.number,
+        };
+        expect(built.rejected.map((r) => r.tx.nonce)).toEqual([5n]);
+        told.push(seen);
+        const writing = chain.writing();
+        expect(writing).toBeInstanceOf(Promise);
+        void writing?.then(() => {
+          seen.headOnceWritten = bytesToHex(chain.head.hash);
+        });
+      },
+    );
     // Told before the block was the head; the promise settled once it was.
-    expect(told).toEqual([{ number: 1n, head: 0n, headOnceWritten: bytesToHex(mined.hash) }]);
+    expect(told).toEqual([{ included: 1, head: 0n, headOnceWritten: bytesToHex(mined.hash) }]);
     expect(chain.writing()).toBeUndefined();
     expect(mined.receipts).toHaveLength(1);
   });

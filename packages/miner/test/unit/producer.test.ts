@@ -134,11 +134,11 @@ describe("BlockProducer with automine", () => {
     expect(headNumber(chain)).toBe(2n);
   });
 
-  it('answers a send with wait "sealed" while its block is written; writing() settles at the head', async () => {
+  it('answers a send with wait "built" while its block is written; writing() settles at the head', async () => {
     const { chain, reader, pool, producer } = await setup();
     await producer.start();
     const tx = pay(alice, 0n, 5n);
-    const hash = await producer.sendTransaction(tx.raw, { wait: "sealed" });
+    const hash = await producer.sendTransaction(tx.raw, { wait: "built" });
     expect(bytesToHex(hash)).toBe(bytesToHex(tx.hash));
     const writing = chain.writing();
     expect(writing).toBeInstanceOf(Promise);
@@ -147,7 +147,7 @@ describe("BlockProducer with automine", () => {
     expect(headNumber(chain)).toBe(1n);
     expect((await reader.receipt(tx.hash))?.receipt.status).toBe(1);
     // The next send mines on the new head, without the one already mined.
-    await producer.sendTransaction(pay(alice, 1n), { wait: "sealed" });
+    await producer.sendTransaction(pay(alice, 1n), { wait: "built" });
     await chain.writing();
     expect(headNumber(chain)).toBe(2n);
     expect(chain.head.block.transactions.map((t) => t.nonce)).toEqual([1n]);
@@ -169,7 +169,7 @@ describe("BlockProducer with automine", () => {
       const write = db.write.bind(db);
       db.write = () => Promise.reject(new Error("no space left on device"));
       const tx = pay(alice, 0n, 5n);
-      const hash = await producer.sendTransaction(tx.raw, { wait: "sealed" });
+      const hash = await producer.sendTransaction(tx.raw, { wait: "built" });
       expect(bytesToHex(hash)).toBe(bytesToHex(tx.hash));
       await chain.writing();
       expect(headNumber(chain)).toBe(0n);
