@@ -214,12 +214,14 @@ export class Chain {
     removed: readonly StoredBlock[],
     added: readonly StoredBlock[],
     deletedReceipts?: ReadonlyMap<string, readonly Receipt[]>,
+    lost = false,
   ): void {
     this.#head = head;
     const change: HeadChange = {
       head,
       removed,
       added,
+      ...(lost ? { lost } : {}),
       receipts: async (block) =>
         deletedReceipts?.get(bytesToHex(block.hash)) ?? this.#store.getReceipts(block.hash),
     };
@@ -400,7 +402,7 @@ export class Chain {
                 : undefined;
     if (mismatch !== undefined) return invalid(mismatch);
     const wasHead = this.#head;
-    const stored = await this.#write(storedBlock(block, parent, hash), parent, run);
+    const stored = await this.#write(storedBlock(block, parent, hash), run);
     const best = this.#head === stored;
     this.#log.info(best ? "Imported block" : "Imported side block", {
       number: header.number,
@@ -441,9 +443,9 @@ export class Chain {
   }
 
   /**
-   * While a block this node built is being sealed and written, a promise that settles (never
-   * rejects) once it is the head or is lost (its seal or write failed, which is logged);
-   * `undefined` otherwise. Who was told of a built block (`mine`'s `onBuilt`) and answered
+   * While a block this node built is being sealed, a promise that settles (never rejects) once
+   * it is the head or is lost (its seal or write failed, which is logged); `undefined`
+   * otherwise. Who was told of a built block (`mine`'s `onBuilt`) and answered
    * before it was written awaits this before reading the chain, so that every read sees the
    * block: the RPC layer waits for it before each request.
    */
@@ -461,20 +463,19 @@ export class Chain {
     const { header, run } = await this.#production.build(parent, uncles, txs, opts, false);
     if (onBuilt === undefined) return this.#sealAndWrite(parent, header, run, uncles);
     // Whoever is told answers now; sealing and writing wait for the next turn of the event
-    // loop, so that the answer goes out first.
+    // loop, so that the answer goes out first. Requests wait until the block is the head.
+    let atHead: () => void = () => {};
+    const writing = new Promise<void>((resolve) => {
+      atHead = resolve;
+    });
+    const clear = () => {
+      if (this.#writing === writing) this.#writing = undefined;
+      atHead();
+    };
     const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
-      this.#sealAndWrite(parent, header, run, uncles),
+      this.#sealAndWrite(parent, header, run, uncles, clear),
     );
-    const settled = done.then(
-      () => undefined,
-      (err: unknown) => {
-        this.#log.error("Mined block lost: not sealed or not written", {
-          number: header.number,
-          error: (err as Error).message,
-        });
-      },
-    );
-    this.#writing = settled;
+    this.#writing = writing;
     try {
       onBuilt({ included: run.included, rejected: run.rejected });
     } catch (err) {
@@ -482,8 +483,14 @@ export class Chain {
     }
     try {
       return await done;
+    } catch (err) {
+      this.#log.error("Mined block lost: not sealed or not written", {
+        number: header.number,
+        error: (err as Error).message,
+      });
+      throw err;
     } finally {
-      if (this.#writing === settled) this.#writing = undefined;
+      clear();
     }
   }
 
@@ -492,6 +499,7 @@ export class Chain {
     unsealed: BlockHeader,
     run: Execution,
     uncles: BlockHeader[],
+    onHead?: () => void,
   ): Promise<MinedBlock> {
     const hfmm = await this.hashForMergedMining(unsealed);
     const header = await this.#sealer.seal(unsealed, hfmm);
@@ -504,8 +512,8 @@ export class Chain {
     }
     const stored = await this.#write(
       storedBlock(assembled(header, run, uncles), parent),
-      parent,
       run,
+      onHead,
     );
     this.#log.info("Mined block", {
       number: header.number,
@@ -590,11 +598,11 @@ export class Chain {
   }
 
   /**
-   * Writes `block`, executed as `run`, on `parent` in one batch. It becomes the head when its
+   * Writes `stored`, executed as `run`, in one batch. It becomes the head when its
    * total difficulty is higher than the head's: the canonical index and the transaction index
    * switch over from the common ancestor in the same batch.
    */
-  async #write(stored: StoredBlock, parent: StoredBlock, run: Execution): Promise<StoredBlock> {
+  async #write(stored: StoredBlock, run: Execution, onHead?: () => void): Promise<StoredBlock> {
     const { block, hash, totalDifficulty } = stored;
     const { header } = block;
     const ops: WriteOp[] = [
@@ -615,6 +623,8 @@ export class Chain {
       );
       ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash });
     }
+    if (plan !== undefined && plan.removed.length === 0 && plan.removedNumbers.length === 0)
+      return this.#extendHead(stored, run, ops, onHead);
     await this.#db.write(ops);
     run.store.confirmWrites();
     this.#store.remember(stored, run.receipts);
@@ -628,12 +638,58 @@ export class Chain {
     for (const added of plan.added) this.#store.setCanonical(added.block.header.number, added.hash);
     this.#production.keepHeadState(run);
     this.#setHead(stored, plan.removed, plan.added);
+    onHead?.();
+    this.#afterHead(header.number);
+    return stored;
+  }
+
+  /**
+   * A block on the head becomes the head as soon as its batch is issued: the database serves
+   * the batch's reads from memory until LevelDB has it. Resolves once it has; if the batch
+   * fails, the block leaves the head again (listeners hear of it as of a reorganization) and
+   * the error is thrown.
+   */
+  async #extendHead(
+    stored: StoredBlock,
+    run: Execution,
+    ops: readonly WriteOp[],
+    onHead: (() => void) | undefined,
+  ): Promise<StoredBlock> {
+    const number = stored.block.header.number;
+    const previous = this.#head;
+    const landed = this.#db.write(ops);
+    this.#store.remember(stored, run.receipts);
+    this.#store.setCanonical(number, stored.hash);
+    this.#production.keepHeadState(run);
+    this.#setHead(stored, [], [stored]);
+    onHead?.();
+    try {
+      await landed;
+    } catch (err) {
+      this.#store.forgetCanonical(number);
+      this.#store.forget(stored.hash);
+      this.#production.dropHeadState();
+      this.#setHead(
+        previous,
+        [stored],
+        [],
+        new Map([[bytesToHex(stored.hash), run.receipts]]),
+        true,
+      );
+      throw err;
+    }
+    run.store.confirmWrites();
+    this.#afterHead(number);
+    return stored;
+  }
+
+  /** After a new head is on disk. */
+  #afterHead(number: bigint): void {
     const window = this.#stateWindow;
-    if (window !== undefined && header.number % BigInt(window) === 0n) {
+    if (window !== undefined && number % BigInt(window) === 0n) {
       // After this block, before the next: no block is written while nodes are swept.
       this.#queue = this.#queue.then(() => this.#prune(window)).catch(() => {});
     }
-    return stored;
   }
 
   /** Deletes the state of blocks older than the window. */

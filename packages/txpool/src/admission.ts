@@ -45,7 +45,8 @@ export class TxAdmission {
         );
         if (mined.length > 0) this.pool.remove(mined);
         // A reorganization: what the old branch had and the new one lacks waits again, as
-        // geth re-injects it (a rewind by a development control restores its own pool).
+        // geth re-injects it; so does what a block lost on its way to the disk held (a rewind
+        // by a development control restores its own pool).
         if (orphaned.length > 0) {
           const head = await this.poolHead();
           for (const tx of orphaned) await this.pool.add(tx, head).catch(() => undefined);
@@ -141,7 +142,7 @@ export class TxAdmission {
  * it put in do not have, in chain order. None for a plain new block or a rewind.
  */
 function orphanedTransactions(change: HeadChange): SignedTransaction[] {
-  if (change.removed.length === 0 || change.added.length === 0) return [];
+  if (change.removed.length === 0 || (change.added.length === 0 && change.lost !== true)) return [];
   const kept = new Set<string>();
   for (const block of change.added)
     for (const tx of block.block.transactions) kept.add(bytesToHex(tx.hash));

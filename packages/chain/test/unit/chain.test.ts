@@ -204,11 +204,40 @@ describe("Chain", () => {
     expect(mined.receipts).toHaveLength(1);
   });
 
+  it("makes a mined block the head while its batch lands, readable in full", async () => {
+    const chain = await open();
+    const tx = transfer(0n, 9n);
+    const seen: Promise<unknown>[] = [];
+    chain.onHeadChange((change) => {
+      // Told at once: the batch is still on its way to LevelDB.
+      const { header } = change.head.block;
+      seen.push(
+        chain.getTransactionLocation(tx.hash).then((l) => l?.index),
+        chain.getBlockByNumber(1n).then((b) => b?.block.transactions.length),
+        chain.getReceipts(change.head.hash).then((r) => r?.length),
+        chain.stateAt(header).then((state) => state.getBalance(bob!.address)),
+      );
+    });
+    const mined = await chain.mine([tx], { coinbase: MINER });
+    const [index, count, receipts, balance] = await Promise.all(seen);
+    expect([index, count, receipts, balance]).toEqual([0, 1, 1, DEV_ACCOUNT_BALANCE + 9n]);
+    expect(chain.head.hash).toEqual(mined.hash);
+  });
+
   it("keeps its head when a mined block's write fails, and mines on", async () => {
     const chain = await open();
     const write = db.write.bind(db);
     db.write = () => Promise.reject(new Error("no space left on device"));
     let writing: Promise<void> | undefined;
+    const changes: { head: bigint; removed: number; added: number; lost?: boolean }[] = [];
+    chain.onHeadChange((c) =>
+      changes.push({
+        head: c.head.block.header.number,
+        removed: c.removed.length,
+        added: c.added.length,
+        ...(c.lost ? { lost: c.lost } : {}),
+      }),
+    );
     const failed = chain.mine([transfer(0n, 7n)], { coinbase: MINER }, () => {
       writing = chain.writing();
     });
@@ -216,6 +245,11 @@ describe("Chain", () => {
     await expect(writing).resolves.toBeUndefined();
     expect(chain.writing()).toBeUndefined();
     expect(chain.head.block.header.number).toBe(0n);
+    // The head while its batch was on its way; lost when the batch failed.
+    expect(changes).toEqual([
+      { head: 1n, removed: 0, added: 1 },
+      { head: 0n, removed: 1, added: 0, lost: true },
+    ]);
     expect(await chain.getBlockByNumber(1n)).toBeUndefined();
     db.write = write;
     const mined = await chain.mine([transfer(0n, 7n)], { coinbase: MINER });

@@ -13,7 +13,7 @@ import {
   signTransaction,
   type UnsignedTransaction,
 } from "@nodex/types";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   BlockProducer,
   type BlockProducerOptions,
@@ -164,15 +164,21 @@ describe("BlockProducer with automine", () => {
         rules: mergedMiningRules(network),
         sealer: SYNTHETIC_SEALER,
       });
-      const { reader, pool, producer } = await setup({}, { chain });
+      const { reader, pool, admission, producer } = await setup({}, { chain });
       await producer.start();
       const write = db.write.bind(db);
-      db.write = () => Promise.reject(new Error("no space left on device"));
+      db.write = () =>
+        new Promise((_, reject) =>
+          setTimeout(() => reject(new Error("no space left on device")), 20),
+        );
       const tx = pay(alice, 0n, 5n);
       const hash = await producer.sendTransaction(tx.raw, { wait: "built" });
       expect(bytesToHex(hash)).toBe(bytesToHex(tx.hash));
+      // The block was the head while its batch was on its way, and leaves it when the batch fails.
       await chain.writing();
-      expect(headNumber(chain)).toBe(0n);
+      expect(headNumber(chain)).toBe(1n);
+      await vi.waitFor(() => expect(headNumber(chain)).toBe(0n));
+      await admission.settled();
       expect(await reader.receipt(tx.hash)).toBeNull();
       expect(pool.status()).toEqual({ pending: 1, queued: 0 });
       db.write = write;

@@ -10,9 +10,29 @@ export type WriteOp =
     }
   | { readonly type: "del"; readonly bucket: Bucket; readonly key: Uint8Array };
 
-/** The node's one LevelDB database, addressed by bucket and key. */
+/** An operation of a write issued and not yet done: the value it puts, or none (a delete). */
+interface Landing {
+  readonly value: Uint8Array | undefined;
+  /** Which write: a later write of the same key replaces the entry. */
+  readonly write: number;
+}
+
+/**
+ * The node's one LevelDB database, addressed by bucket and key.
+ *
+ * A write's operations are readable as soon as it is issued: `get` finds them in memory until
+ * LevelDB has them, so a caller can go on (make a block the head, answer a request) while the
+ * batch crosses to LevelDB's thread. Writes land in the order they were issued. Key ranges
+ * (`keys`, `keyList`) are read once every write issued before has landed.
+ */
 export class Database {
   readonly #level: ClassicLevel<Uint8Array, Uint8Array>;
+  /** The operations of writes on their way, by key (`landingKey`). */
+  readonly #landing = new Map<string, Landing>();
+  #writes = 0;
+  /** The last write issued; settles (never rejects) once it has landed or failed. */
+  #lastWrite: Promise<void> = Promise.resolve();
+  #inFlight = 0;
 
   private constructor(level: ClassicLevel<Uint8Array, Uint8Array>) {
     this.#level = level;
@@ -34,7 +54,12 @@ export class Database {
    * asynchronous read costs.
    */
   async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
-    const value = this.#level.getSync(bucketKey(bucket, key));
+    const full = bucketKey(bucket, key);
+    if (this.#inFlight > 0) {
+      const landing = this.#landing.get(landingKey(full));
+      if (landing !== undefined) return landing.value;
+    }
+    const value = this.#level.getSync(full);
     // LevelDB hands back Buffers; callers get plain Uint8Array views of the same memory.
     return value === undefined
       ? undefined
@@ -52,16 +77,40 @@ export class Database {
     // main thread's time of the array form, which copies and checks every operation object
     // twice (abstract-level, then the binding) before the write starts.
     const batch = this.#level.batch();
+    const write = ++this.#writes;
+    const keys: string[] = [];
     try {
       for (const op of ops) {
-        if (op.type === "put") batch.put(bucketKey(op.bucket, op.key), op.value);
-        else batch.del(bucketKey(op.bucket, op.key));
+        const key = bucketKey(op.bucket, op.key);
+        if (op.type === "put") batch.put(key, op.value);
+        else batch.del(key);
+        keys.push(landingKey(key));
       }
     } catch (err) {
       await batch.close();
       throw err;
     }
-    await batch.write({ sync: false });
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
+      this.#landing.set(keys[i]!, { value: op.type === "put" ? op.value : undefined, write });
+    }
+    this.#inFlight++;
+    const landed = this.#lastWrite.then(() => batch.write({ sync: false }));
+    this.#lastWrite = landed.then(
+      () => this.#landed(keys, write),
+      () => this.#landed(keys, write),
+    );
+    await landed;
+  }
+
+  #landed(keys: readonly string[], write: number): void {
+    this.#inFlight--;
+    for (const key of keys) if (this.#landing.get(key)?.write === write) this.#landing.delete(key);
+  }
+
+  /** Resolves once every write issued so far has landed (or failed). */
+  settled(): Promise<void> {
+    return this.#lastWrite;
   }
 
   /**
@@ -72,6 +121,7 @@ export class Database {
     bucket: Bucket,
     range: { readonly gte?: Uint8Array; readonly lt?: Uint8Array } = {},
   ): AsyncGenerator<Uint8Array> {
+    await this.#lastWrite;
     const start = range.gte === undefined ? Uint8Array.of(bucket) : bucketKey(bucket, range.gte);
     const end = range.lt === undefined ? Uint8Array.of(bucket + 1) : bucketKey(bucket, range.lt);
     for await (const key of this.#level.keys({ gte: start, lt: end })) {
@@ -87,6 +137,7 @@ export class Database {
     bucket: Bucket,
     range: { readonly gte: Uint8Array; readonly lt: Uint8Array; readonly limit: number },
   ): Promise<Uint8Array[]> {
+    await this.#lastWrite;
     const keys = await this.#level
       .keys({
         gte: bucketKey(bucket, range.gte),
@@ -98,6 +149,12 @@ export class Database {
   }
 
   async close(): Promise<void> {
+    await this.#lastWrite;
     await this.#level.close();
   }
+}
+
+/** A database key as a string, for the map of operations on their way. */
+function landingKey(key: Uint8Array): string {
+  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString("latin1");
 }

@@ -72,3 +72,50 @@ describe("Database.keys and keyList", () => {
     ]);
   });
 });
+
+describe("Database.write", () => {
+  const put = (key: number, value: number) =>
+    ({
+      type: "put",
+      bucket: Bucket.META,
+      key: Uint8Array.of(key),
+      value: Uint8Array.of(value),
+    }) as const;
+  const del = (key: number) =>
+    ({ type: "del", bucket: Bucket.META, key: Uint8Array.of(key) }) as const;
+  const read = async (db: Database, key: number) => {
+    const value = await db.get(Bucket.META, Uint8Array.of(key));
+    return value === undefined ? undefined : [...value];
+  };
+
+  it("makes a write readable as soon as it is issued, deletes included", async () => {
+    const db = await open();
+    await db.write([put(1, 10), put(2, 20)]);
+    const writing = db.write([put(1, 11), del(2), put(3, 30)]);
+    // Not awaited: the batch is still on its way to LevelDB.
+    expect(await read(db, 1)).toEqual([11]);
+    expect(await read(db, 2)).toBeUndefined();
+    expect(await read(db, 3)).toEqual([30]);
+    await writing;
+    expect(await read(db, 1)).toEqual([11]);
+    expect(await read(db, 2)).toBeUndefined();
+    expect(await read(db, 3)).toEqual([30]);
+  });
+
+  it("lands writes in the order they were issued, and lists keys once they have landed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodex-db-test-"));
+    dirs.push(dir);
+    let db = await Database.open(join(dir, "db"));
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < 50; i++) writes.push(db.write([put(7, i), put(100 + i, i)]));
+    expect(await read(db, 7)).toEqual([49]);
+    const keys = await collect(db.keys(Bucket.META));
+    expect(keys).toHaveLength(51);
+    await Promise.all(writes);
+    await db.close();
+    db = await Database.open(join(dir, "db"));
+    dbs.push(db);
+    expect(await read(db, 7)).toEqual([49]);
+    expect(await read(db, 149)).toEqual([49]);
+  });
+});
