@@ -94,8 +94,12 @@ export class Database {
       const op = ops[i]!;
       this.#landing.set(keys[i]!, { value: op.type === "put" ? op.value : undefined, write });
     }
+    // In the order issued: after the writes still on their way, or at once.
+    const landed =
+      this.#inFlight === 0
+        ? batch.write({ sync: false })
+        : this.#lastWrite.then(() => batch.write({ sync: false }));
     this.#inFlight++;
-    const landed = this.#lastWrite.then(() => batch.write({ sync: false }));
     this.#lastWrite = landed.then(
       () => this.#landed(keys, write),
       () => this.#landed(keys, write),
