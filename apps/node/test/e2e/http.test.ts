@@ -44,6 +44,15 @@ describe.each(LAYERS)("with --rpc-http-layer %s", (layer) => {
       },
     );
 
+    it("states each answer's length rather than sending it in chunks", async () => {
+      const res = await send(node.url, chainId);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("transfer-encoding")).toBeNull();
+      expect(res.headers.get("content-length")).toBe(String(Buffer.byteLength(res.text)));
+      const refused = await send(node.url, undefined, { method: "GET" });
+      expect(refused.headers.get("content-length")).toBe(String(Buffer.byteLength(refused.text)));
+    });
+
     it("serves GET /health for load balancers", async () => {
       const res = await send(node.url, undefined, { method: "GET", path: "/health" });
       expect(res.status).toBe(200);
