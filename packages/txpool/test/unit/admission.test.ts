@@ -150,6 +150,23 @@ describe("TxAdmission and the head", () => {
     expect(pool.pendingNonce(alice!.address, 1n)).toBe(2n);
   });
 
+  it("opens the new head's state ahead of the next admission when the block emptied the pool", async () => {
+    const { chain, reader, pool, admission } = await setup();
+    const tx = pay(alice, 0n);
+    await admission.admit(tx);
+    const opened: string[] = [];
+    const stateAt = reader.stateAt.bind(reader);
+    reader.stateAt = (header) => {
+      opened.push(`0x${Buffer.from(header.stateRoot).toString("hex")}`);
+      return stateAt(header);
+    };
+    const block = await chain.mine([tx], { coinbase: MINER, timestamp: 1_001n });
+    await admission.settled();
+    expect(pool.status()).toEqual({ pending: 0, queued: 0 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(opened).toEqual([`0x${Buffer.from(block.block.header.stateRoot).toString("hex")}`]);
+  });
+
   it("demotes after a rewind: a transaction behind a gap the rewind opened waits queued", async () => {
     const { chain, pool, admission } = await setup();
     await chain.mine([pay(alice, 0n)], { coinbase: MINER, timestamp: 1_001n });
