@@ -29,6 +29,16 @@ describe("DATA", () => {
     );
   });
 
+  it("encodes views into a larger buffer by their own bytes only", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 2, maxLength: 300 }), fc.nat(), (bytes, cut) => {
+        const start = cut % bytes.length;
+        const view = bytes.subarray(start, bytes.length - ((cut >> 8) % (bytes.length - start)));
+        expect(bytesToHex(view)).toBe(`0x${Buffer.from(view).toString("hex")}`);
+      }),
+    );
+  });
+
   it("accepts the empty string 0x and uppercase digits", () => {
     expect(parseData("0x")).toEqual(new Uint8Array());
     expect(parseData("0xABcd")).toEqual(new Uint8Array([0xab, 0xcd]));
