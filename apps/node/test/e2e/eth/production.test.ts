@@ -186,13 +186,19 @@ describe("kill -9 during a stream of blocks with a state window", () => {
         }),
       );
     }
+    let node: RunningNode | undefined;
     try {
-      let node = await startNode({ network: "--devnet", datadir, args: ["--state-window", "3"] });
+      const first = await startNode({
+        network: "--devnet",
+        datadir,
+        args: ["--state-window", "3"],
+      });
+      node = first;
       // Send one by one, without waiting for anything but each answer, until the node dies.
       const stream = (async () => {
         for (const raw of raws) {
           try {
-            await call(node.url, "eth_sendRawTransaction", [raw]);
+            await call(first.url, "eth_sendRawTransaction", [raw]);
           } catch {
             return;
           }
@@ -201,27 +207,35 @@ describe("kill -9 during a stream of blocks with a state window", () => {
       let head = 0;
       while (head < 40) {
         await new Promise((r) => setTimeout(r, 20));
-        head = Number((await call(node.url, "eth_blockNumber")).result);
+        head = Number((await call(first.url, "eth_blockNumber")).result);
       }
-      node.process.kill("SIGKILL");
+      first.process.kill("SIGKILL");
       await stream;
-      await node.stop();
+      await first.stop();
 
-      node = await startNode({ network: "--devnet", datadir, args: ["--state-window", "3"] });
-      const number = Number(await result(node.url, "eth_blockNumber", []));
+      const restarted = await startNode({
+        network: "--devnet",
+        datadir,
+        args: ["--state-window", "3"],
+      });
+      node = restarted;
+      const number = Number(await result(restarted.url, "eth_blockNumber", []));
       expect(number).toBeGreaterThanOrEqual(40);
       // Each block's transactions, all with receipts. A send is answered once its block is
       // built: the journal can hold the transaction of a block that had not reached the disk
       // and the next one, and the restart mines both in one block.
       const upTo: number[] = [0];
       for (let n = 1; n <= number; n++) {
-        const block = (await result(node.url, "eth_getBlockByNumber", [quantity(n), false])) as {
+        const block = (await result(restarted.url, "eth_getBlockByNumber", [
+          quantity(n),
+          false,
+        ])) as {
           transactions: string[];
         };
         expect(block.transactions.length).toBeGreaterThanOrEqual(1);
         upTo.push(upTo[n - 1]! + block.transactions.length);
         for (const hash of block.transactions) {
-          const receipt = (await result(node.url, "eth_getTransactionReceipt", [hash])) as {
+          const receipt = (await result(restarted.url, "eth_getTransactionReceipt", [hash])) as {
             status: string;
           };
           expect(receipt.status).toBe("0x1");
@@ -229,21 +243,24 @@ describe("kill -9 during a stream of blocks with a state window", () => {
       }
       const sent = upTo[number]!;
       expect(sent).toBeLessThanOrEqual(number + 1);
-      expect(await result(node.url, "eth_getBalance", [TO, "latest"])).toBe(quantity(sent));
-      expect(await result(node.url, "eth_getTransactionCount", [wallet.address, "latest"])).toBe(
-        quantity(sent),
-      );
+      expect(await result(restarted.url, "eth_getBalance", [TO, "latest"])).toBe(quantity(sent));
+      expect(
+        await result(restarted.url, "eth_getTransactionCount", [wallet.address, "latest"]),
+      ).toBe(quantity(sent));
       // Every state of the window is whole.
       for (let n = number - 2; n <= number; n++)
-        expect(await result(node.url, "eth_getBalance", [TO, quantity(n)])).toBe(
+        expect(await result(restarted.url, "eth_getBalance", [TO, quantity(n)])).toBe(
           quantity(upTo[n]!),
         );
       // And the chain goes on from there.
-      const next = await call(node.url, "eth_sendRawTransaction", [raws[sent]]);
+      const next = await call(restarted.url, "eth_sendRawTransaction", [raws[sent]]);
       expect(next.error).toBeUndefined();
-      expect(await result(node.url, "eth_getBalance", [TO, "latest"])).toBe(quantity(sent + 1));
-      await node.stop();
+      expect(await result(restarted.url, "eth_getBalance", [TO, "latest"])).toBe(
+        quantity(sent + 1),
+      );
     } finally {
+      // Also when a check failed: no node is left running.
+      await node?.stop();
       rmSync(datadir, { recursive: true, force: true });
     }
   });
