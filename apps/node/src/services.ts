@@ -108,7 +108,7 @@ export function createCore(
     reader,
     // debug_trace* and trace_* (the debug and trace modules, off unless --rpc-modules names them)
     tracing: reader,
-    // A send is answered once its automined block is built; requests wait for its write.
+    // A send is answered once its automined block is built; requests wait until it is the head.
     transactions: {
       sendTransaction: (raw, opts) => producer.sendTransaction(raw, { ...opts, wait: "built" }),
     },

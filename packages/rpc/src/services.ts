@@ -24,8 +24,8 @@ export interface ChainView {
   /** A gas price that gets a transaction included in the next block, in wei. */
   gasPrice(): bigint;
   /**
-   * While a block the node made is being written (a send may have been answered already): a
-   * promise that settles once it is the head. Every request waits for it, so that what a
+   * While a block the node built is being sealed and is not yet the head (a send may have been
+   * answered already): a promise that settles once it is the head, or is lost. Every request waits for it, so that what a
    * client learns of a send (its receipt, the nonce, the block number) is there when it asks.
    */
   writing?(): Promise<void> | undefined;

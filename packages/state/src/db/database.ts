@@ -112,11 +112,6 @@ export class Database {
     for (const key of keys) if (this.#landing.get(key)?.write === write) this.#landing.delete(key);
   }
 
-  /** Resolves once every write issued so far has landed (or failed). */
-  settled(): Promise<void> {
-    return this.#lastWrite;
-  }
-
   /**
    * The keys of `bucket` (without the bucket byte), in order, from a snapshot taken now; with
    * `range`, only those from `gte` (included) to `lt` (excluded), both without the bucket byte.
