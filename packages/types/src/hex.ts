@@ -9,12 +9,40 @@ export function bytesToHex(bytes: Uint8Array): Hex {
   return `0x${bytesToUnprefixedHex(bytes)}`;
 }
 
+/**
+ * Node's hex encoder called on any byte view (`Buffer.prototype.hexSlice`, which `toString("hex")`
+ * ends in), without making a `Buffer` around the view first; `undefined` where the runtime has no
+ * such method or it does not give the expected text.
+ */
+const hexSlice = ((): ((bytes: Uint8Array) => string) | undefined => {
+  const method = (Buffer.prototype as { hexSlice?: unknown }).hexSlice;
+  if (typeof method !== "function") return undefined;
+  const encode = (bytes: Uint8Array): string =>
+    (method as (this: Uint8Array, start: number, end: number) => string).call(
+      bytes,
+      0,
+      bytes.length,
+    );
+  try {
+    const probe = new Uint8Array(new ArrayBuffer(12), 2, 9);
+    probe.set([0x00, 0x01, 0x7f, 0x80, 0xab, 0xcd, 0xef, 0xfe, 0xff]);
+    return encode(probe) === "00017f80abcdeffeff" ? encode : undefined;
+  } catch {
+    return undefined;
+  }
+})();
+
 /** Lowercase hex of the bytes without `0x` (Bitcoin hashes, key files, merged-mining RPC). */
 export function bytesToUnprefixedHex(bytes: Uint8Array): string {
-  // Node's encoder from 24 bytes on (hashes, blooms, data: 1.4× at 32 bytes, 4× at 256); a
-  // table below, where the call into it costs more than the loop.
-  if (bytes.length >= 24)
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
+  // Node's encoder from 8 bytes on (addresses, hashes, slots, blooms, data): 2× the table's
+  // speed at 20 and 32 bytes, and its string is flat, where the table's is a rope of pieces
+  // that a map lookup or JSON.stringify then copies (at 20 bytes, looked up in a map, 150 ns
+  // against 430). Below 8 bytes the table, where the call into the encoder costs more.
+  if (bytes.length >= 8) {
+    if (hexSlice !== undefined) return hexSlice(bytes);
+    if (bytes.length >= 20)
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
+  }
   let out = "";
   for (let i = 0; i < bytes.length; i++) out += HEX_BYTE[bytes[i]!];
   return out;

@@ -38,6 +38,24 @@ describe("bytesToUnprefixedHex", () => {
     );
     expect(bytesToUnprefixedHex(new Uint8Array())).toBe("");
   });
+
+  it("reads only its view, at any offset into a larger buffer and at every length", () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 1, maxLength: 300 }),
+        fc.nat(),
+        fc.nat(),
+        (bytes, a, b) => {
+          const start = a % bytes.length;
+          const end = start + (b % (bytes.length - start + 1));
+          const view = bytes.subarray(start, end);
+          expect(bytesToUnprefixedHex(view)).toBe(
+            Buffer.from(bytes.slice(start, end)).toString("hex"),
+          );
+        },
+      ),
+    );
+  });
 });
 
 describe("hexToBytes", () => {
