@@ -6,6 +6,7 @@ import {
   type Address,
   bigintToBytes,
   bytesToHex,
+  bytesToUnprefixedHex,
   contractAddress,
   type Hash32,
   hexToBytes,
@@ -20,6 +21,7 @@ import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
+import { installFastJournal } from "./fastJournal.js";
 import { installFastOpcodes } from "./fastOpcodes.js";
 import { installExecuteCall, installFastSteps, installRunInterpreter, stop } from "./fastSteps.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
@@ -154,6 +156,7 @@ export class Executor {
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
     if (!this.#libraryOpcodes) installFastOpcodes(evm, stop);
+    installFastJournal(evm.journal.constructor);
     // Found once, with a tiny run: every EVM shares the class.
     interpreterFound ??= findInterpreter(evm).then((Interpreter) => {
       if (Interpreter !== undefined) {
@@ -400,10 +403,10 @@ export class Executor {
   }
 
   #warm(evm: EVM, from: Uint8Array, to: Uint8Array | null, coinbase: Uint8Array): void {
-    for (const [address] of evm.precompiles) evm.journal.addAlwaysWarmAddress(address);
-    evm.journal.addAlwaysWarmAddress(unprefixed(from));
-    if (to !== null) evm.journal.addAlwaysWarmAddress(unprefixed(to));
-    evm.journal.addAlwaysWarmAddress(unprefixed(coinbase)); // EIP-3651
+    for (const address of evm.precompiles.keys()) evm.journal.addAlwaysWarmAddress(address);
+    evm.journal.addAlwaysWarmAddress(bytesToUnprefixedHex(from));
+    if (to !== null) evm.journal.addAlwaysWarmAddress(bytesToUnprefixedHex(to));
+    evm.journal.addAlwaysWarmAddress(bytesToUnprefixedHex(coinbase)); // EIP-3651
   }
 
   /** EIP-6780: SELFDESTRUCT deletes only contracts created in the same transaction. */
@@ -416,10 +419,6 @@ export class Executor {
       }
     }
   }
-}
-
-function unprefixed(address: Uint8Array): string {
-  return bytesToHex(address).slice(2);
 }
 
 function evmBlock(block: BlockContext) {
