@@ -42,13 +42,11 @@ export function installFastJournal(Journal: { readonly prototype: object }): voi
   if (installed.has(proto)) return;
   if (!FAST_JOURNAL_METHODS.every((name) => typeof proto[name] === "function")) return;
   installed.add(proto);
-  const library = {
-    addAlwaysWarmAddress: proto.addAlwaysWarmAddress as (
-      this: JournalLike,
-      address: string,
-      addToAccessList?: boolean,
-    ) => void,
-  };
+  const libraryAddAlwaysWarmAddress = proto.addAlwaysWarmAddress as (
+    this: JournalLike,
+    address: string,
+    addToAccessList?: boolean,
+  ) => void;
   Object.assign(proto, {
     isWarmedAddress(this: JournalLike, address: Uint8Array): boolean {
       const key = bytesToUnprefixedHex(address);
@@ -94,7 +92,7 @@ export function installFastJournal(Journal: { readonly prototype: object }): voi
       // The library strips a `0x` followed by hex digits only; without `0x` it takes the text
       // as it is, which the node's keys (precompiles, senders, targets, coinbase) are.
       if (address.charCodeAt(0) === 48 && address.charCodeAt(1) === 120) {
-        library.addAlwaysWarmAddress.call(this, address, addToAccessList);
+        libraryAddAlwaysWarmAddress.call(this, address, addToAccessList);
         return;
       }
       if (!this.alwaysWarmJournal.has(address)) this.alwaysWarmJournal.set(address, new Set());

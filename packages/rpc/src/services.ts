@@ -25,8 +25,9 @@ export interface ChainView {
   gasPrice(): bigint;
   /**
    * While a block the node built is being sealed and is not yet the head (a send may have been
-   * answered already): a promise that settles once it is the head, or is lost. Every request waits for it, so that what a
-   * client learns of a send (its receipt, the nonce, the block number) is there when it asks.
+   * answered already): a promise that settles once it is the head, or is lost. Every request
+   * waits for it, so that what a client learns of a send (its receipt, the nonce, the block
+   * number) is there when it asks.
    */
   writing?(): Promise<void> | undefined;
 }

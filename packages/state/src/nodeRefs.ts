@@ -1,3 +1,4 @@
+import { bytesToUnprefixedHex } from "@nodex/types";
 import type { TrieKind } from "./pruner.js";
 
 /**
@@ -5,10 +6,6 @@ import type { TrieKind } from "./pruner.js";
  * decoded, and each hash comes out as the trie's database key (lowercase hex, no `0x`). This
  * runs for every node a block writes, to leave out the ones its final state does not reach.
  */
-
-const HEX_BYTE: readonly string[] = Array.from({ length: 256 }, (_, i) =>
-  i.toString(16).padStart(2, "0"),
-);
 
 /** Set by `readItem`: the payload of the item read, and whether it is a list. */
 let payloadStart = 0;
@@ -58,9 +55,7 @@ export function hashPrefix(key: string): number {
 }
 
 function hex32(b: Uint8Array, at: number): string {
-  let out = "";
-  for (let i = at; i < at + 32; i++) out += HEX_BYTE[b[i]!];
-  return out;
+  return bytesToUnprefixedHex(b.subarray(at, at + 32));
 }
 
 /** A child reference: a hash, or a node embedded in its parent (walked in place). */
