@@ -1,12 +1,22 @@
-import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
+import { type AddressInfo, createServer as createNetServer, type Socket } from "node:net";
 import { type WebSocket, WebSocketServer } from "ws";
 import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
 import type { HttpTransport } from "./transport.js";
+import { KEEP_ALIVE_MS, WireConnection } from "./wire.js";
 
-/** The HTTP layer on Node's own `node:http`. */
+/**
+ * The HTTP layer on Node's own modules. The common requests are read and answered on the
+ * socket (`WireConnection`); a connection with anything else (WebSocket upgrades, chunked
+ * bodies, `Expect`, oversized or malformed requests) goes to a node:http server from there on.
+ */
 export function createNodeHttpTransport(app: HttpApp): HttpTransport {
-  const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+  const http = createHttpServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => {
     serve(app, req, res).catch(() => {
       if (!res.headersSent) res.writeHead(500).end();
       else res.destroy();
@@ -17,13 +27,29 @@ export function createNodeHttpTransport(app: HttpApp): HttpTransport {
     maxPayload: app.maxBodyBytes,
     perMessageDeflate: false,
   });
-  server.on("upgrade", (req, socket: Socket, head: Buffer) => upgrade(app, wss, req, socket, head));
+  http.on("upgrade", (req, socket: Socket, head: Buffer) => upgrade(app, wss, req, socket, head));
+  const connections = new Set<Socket>();
+  const handOver = (socket: Socket, unread: Buffer | undefined): void => {
+    connections.delete(socket);
+    // node:http would otherwise read the socket's handle directly, past the bytes put back.
+    const handle = (socket as unknown as { _handle?: { _consumed?: boolean } })._handle;
+    if (handle) handle._consumed = true;
+    http.emit("connection", socket);
+    if (unread !== undefined) socket.unshift(unread);
+  };
+  const server = createNetServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+    connections.add(socket);
+    socket.once("close", () => connections.delete(socket));
+    new WireConnection(socket, app, handOver);
+  });
   return {
     listen(host, port) {
       return new Promise((resolve, reject) => {
         server.once("error", reject);
         server.listen(port, host, () => {
           server.off("error", reject);
+          // Starts node:http's checks of request and header timeouts on the connections it gets.
+          http.emit("listening");
           const addr = server.address() as AddressInfo;
           resolve({ host: addr.address, port: addr.port });
         });
@@ -32,7 +58,9 @@ export function createNodeHttpTransport(app: HttpApp): HttpTransport {
     close() {
       return new Promise((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        for (const socket of connections) socket.destroy();
+        http.close(() => {});
+        http.closeAllConnections();
         for (const client of wss.clients) client.terminate();
       });
     },

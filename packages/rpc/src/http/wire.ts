@@ -1,0 +1,350 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
+
+/**
+ * The requests JSON-RPC clients send, read and answered on the socket itself: HTTP/1.1 `POST`,
+ * `GET` and `OPTIONS` with a `Content-Length` body (or none) and no `Expect`, `Upgrade` or
+ * `Transfer-Encoding`, one after another on a keep-alive connection.
+ *
+ * node:http makes a request object, a response object and their streams for each request, and
+ * answers each in its own callback; this reads the head and body straight from the socket's
+ * buffer and writes the answer in one write. Anything else, and anything it cannot read with
+ * certainty (a malformed head, an oversized one or an oversized body, bare line feeds, duplicate
+ * fields it uses), goes to node:http with the connection: `handOver` gets the socket and the
+ * bytes not yet answered, at a request boundary, with every earlier answer already written.
+ */
+export class WireConnection {
+  #pending: Buffer | undefined;
+  /** An answer is being computed; later requests wait in `#pending`, in order. */
+  #busy = false;
+  /** The client read too slowly: reading waits for the socket's `drain`. */
+  #draining = false;
+  /** Set once the connection is closing or handed over: nothing more is read here. */
+  #done = false;
+  /** The client half-closed: close after the answers owed. */
+  #ended = false;
+  /** When the request now partly received began (0: none is). */
+  #startedAt = 0;
+
+  readonly socket: Socket;
+  readonly #app: HttpApp;
+  readonly #handOverTo: (socket: Socket, unread: Buffer | undefined) => void;
+
+  constructor(
+    socket: Socket,
+    app: HttpApp,
+    handOver: (socket: Socket, unread: Buffer | undefined) => void,
+  ) {
+    this.socket = socket;
+    this.#app = app;
+    this.#handOverTo = handOver;
+    socket.setTimeout(KEEP_ALIVE_MS);
+    socket.on("data", this.#onData);
+    socket.on("drain", this.#onDrain);
+    socket.on("end", this.#onEnd);
+    socket.on("timeout", this.#onTimeout);
+    socket.on("error", onError);
+  }
+
+  readonly #onData = (chunk: Buffer): void => {
+    const pending = this.#pending;
+    this.#pending = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
+    if (this.#busy) this.#flow();
+    else this.#read();
+  };
+
+  readonly #onDrain = (): void => {
+    this.#draining = false;
+    this.#flow();
+  };
+
+  readonly #onEnd = (): void => {
+    this.#ended = true;
+    if (!this.#busy && !this.#done) this.#finish();
+  };
+
+  readonly #onTimeout = (): void => {
+    // Idle between requests, or a request stalled for the whole period: close. A request
+    // being answered keeps its connection; writing the answer restarts the clock.
+    if (!this.#busy) this.socket.destroy();
+  };
+
+  /** Answers the complete requests in the buffer, in order, until one has to wait. */
+  #read(): void {
+    const buf = this.#pending;
+    if (buf === undefined || this.#done) return;
+    let at = 0;
+    while (at < buf.length) {
+      const end = buf.indexOf(HEAD_END, at);
+      if (end === -1 || end - at > MAX_HEAD_BYTES) {
+        if (end !== -1 || buf.length - at > MAX_HEAD_BYTES || hasBareLineFeed(buf, at)) {
+          this.#handOver(buf, at);
+          return;
+        }
+        break;
+      }
+      const request = parseHead(buf.toString("latin1", at, end));
+      if (request === undefined || request.bodyLength > this.#app.maxBodyBytes) {
+        this.#handOver(buf, at);
+        return;
+      }
+      const bodyStart = end + 4;
+      const bodyEnd = bodyStart + request.bodyLength;
+      if (bodyEnd > buf.length) break;
+      const body = request.bodyLength === 0 ? "" : buf.toString("utf8", bodyStart, bodyEnd);
+      at = bodyEnd;
+      this.#startedAt = 0;
+      this.#answer(request, body);
+      if (this.#busy || this.#done) break;
+    }
+    this.#pending = at === buf.length ? undefined : at === 0 ? buf : buf.subarray(at);
+    if (!this.#busy && !this.#done) {
+      if (this.#ended) this.#finish();
+      else if (this.#pending !== undefined) this.#partial();
+    }
+    this.#flow();
+  }
+
+  /** A request has begun but not all of it is here: bound how long it may take. */
+  #partial(): void {
+    const now = Date.now();
+    if (this.#startedAt === 0) this.#startedAt = now;
+    else if (now - this.#startedAt > REQUEST_TIMEOUT_MS) this.socket.destroy();
+  }
+
+  #answer(request: WireRequest, body: string): void {
+    const early = this.#app.head(request.head);
+    if (early !== undefined) {
+      this.#write(early, request.close || early.headers.connection === "close");
+      return;
+    }
+    let reply: HttpReply | Promise<HttpReply>;
+    try {
+      reply = this.#app.body(request.head, body);
+    } catch {
+      reply = INTERNAL_ERROR;
+    }
+    if (!(reply instanceof Promise)) {
+      this.#write(reply, request.close);
+      return;
+    }
+    this.#busy = true;
+    reply.then(
+      (r) => this.#answered(r, request.close),
+      () => this.#answered(INTERNAL_ERROR, true),
+    );
+  }
+
+  #answered(reply: HttpReply, close: boolean): void {
+    this.#busy = false;
+    if (this.socket.destroyed) return;
+    this.#write(reply, close);
+    if (this.#done) return;
+    if (this.#pending !== undefined) this.#read();
+    else if (this.#ended) this.#finish();
+    else this.#flow();
+  }
+
+  #write(reply: HttpReply, close: boolean): void {
+    const status = reply.status;
+    let head = STATUS_LINES[status] ?? `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n`;
+    const headers = reply.headers;
+    for (const key in headers) {
+      if (key !== "connection") head += `${key}: ${headers[key]}\r\n`;
+    }
+    if (status !== 204 && status !== 304) {
+      head += `content-length: ${Buffer.byteLength(reply.body)}\r\n`;
+    }
+    head += `date: ${utcDate()}\r\n${close ? CLOSE : KEEP_ALIVE}`;
+    const flushed = this.socket.write(head + reply.body);
+    if (close) this.#finish();
+    else if (!flushed) this.#draining = true;
+  }
+
+  #finish(): void {
+    this.#done = true;
+    this.#pending = undefined;
+    this.socket.end();
+  }
+
+  #handOver(buf: Buffer, at: number): void {
+    this.#done = true;
+    this.#pending = undefined;
+    const socket = this.socket;
+    socket.off("data", this.#onData);
+    socket.off("drain", this.#onDrain);
+    socket.off("end", this.#onEnd);
+    socket.off("timeout", this.#onTimeout);
+    socket.off("error", onError);
+    socket.setTimeout(0);
+    if (socket.isPaused()) socket.resume();
+    this.#handOverTo(socket, at < buf.length ? buf.subarray(at) : undefined);
+  }
+
+  /** Stops reading while the client does not read its answers or a long answer holds a queue. */
+  #flow(): void {
+    if (this.#done) return;
+    const hold =
+      this.#draining ||
+      (this.#busy && (this.#pending?.length ?? 0) > this.#app.maxBodyBytes + MAX_HEAD_BYTES);
+    if (hold !== this.socket.isPaused()) {
+      if (hold) this.socket.pause();
+      else this.socket.resume();
+    }
+  }
+}
+
+interface WireRequest {
+  readonly head: HttpRequestHead;
+  readonly bodyLength: number;
+  /** The client asked to close the connection after this answer. */
+  readonly close: boolean;
+}
+
+/** node:http's defaults, which requests handed over meet. */
+const MAX_HEAD_BYTES = 16 * 1024;
+export const KEEP_ALIVE_MS = 30_000;
+const REQUEST_TIMEOUT_MS = 60_000;
+
+const HEAD_END = Buffer.from("\r\n\r\n", "latin1");
+const INTERNAL_ERROR: HttpReply = { status: 500, headers: {}, body: "" };
+const KEEP_ALIVE = `connection: keep-alive\r\nkeep-alive: timeout=${KEEP_ALIVE_MS / 1000}\r\n\r\n`;
+const CLOSE = "connection: close\r\n\r\n";
+const STATUS_LINES: Readonly<Record<number, string>> = Object.fromEntries(
+  [200, 204, 401, 404, 405, 413, 415, 426, 500, 503].map((s) => [
+    s,
+    `HTTP/1.1 ${s} ${STATUS_CODES[s]}\r\n`,
+  ]),
+);
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A request target: visible ASCII only. */
+const TARGET = /^[\x21-\x7e]+$/;
+const DIGITS = /^\d{1,15}$/;
+
+/** Reads a request head (without its blank line); `undefined`: node:http's to read. */
+export function parseHead(text: string): WireRequest | undefined {
+  const lineEnd = text.indexOf("\r\n");
+  const first = lineEnd === -1 ? text : text.slice(0, lineEnd);
+  const sp1 = first.indexOf(" ");
+  const sp2 = first.indexOf(" ", sp1 + 1);
+  if (sp1 <= 0 || sp2 === -1) return undefined;
+  const method = first.slice(0, sp1);
+  if (method !== "POST" && method !== "GET" && method !== "OPTIONS") return undefined;
+  const url = first.slice(sp1 + 1, sp2);
+  if (!TARGET.test(url) || first.slice(sp2 + 1) !== "HTTP/1.1") return undefined;
+
+  let hosts = 0;
+  let contentLength: number | undefined;
+  let contentType: string | undefined;
+  let origin: string | undefined;
+  let requestHeaders: string | undefined;
+  let close = false;
+  let at = lineEnd;
+  while (at !== -1) {
+    const start = at + 2;
+    const next = text.indexOf("\r\n", start);
+    const line = next === -1 ? text.slice(start) : text.slice(start, next);
+    at = next;
+    const colon = line.indexOf(":");
+    if (colon <= 0) return undefined;
+    const name = line.slice(0, colon);
+    if (!TOKEN.test(name)) return undefined;
+    const value = trimSpaces(line.slice(colon + 1));
+    if (hasControl(value)) return undefined;
+    switch (name.toLowerCase()) {
+      case "host":
+        hosts++;
+        break;
+      case "content-length":
+        if (contentLength !== undefined || !DIGITS.test(value)) return undefined;
+        contentLength = Number(value);
+        break;
+      case "content-type":
+        if (contentType !== undefined) return undefined;
+        contentType = value;
+        break;
+      case "origin":
+        if (origin !== undefined) return undefined;
+        origin = value;
+        break;
+      case "access-control-request-headers":
+        if (requestHeaders !== undefined) return undefined;
+        requestHeaders = value;
+        break;
+      case "connection":
+        for (const token of value.split(",")) {
+          const option = trimSpaces(token).toLowerCase();
+          if (option === "close") close = true;
+          else if (option === "upgrade") return undefined;
+        }
+        break;
+      case "transfer-encoding":
+      case "expect":
+      case "upgrade":
+        return undefined;
+    }
+  }
+  // HTTP/1.1 requires exactly one Host; node:http answers 400 to the others.
+  if (hosts !== 1) return undefined;
+  return {
+    head: {
+      method,
+      url,
+      contentType,
+      origin,
+      contentLength,
+      requestHeaders: method === "OPTIONS" ? requestHeaders : undefined,
+    },
+    bodyLength: contentLength ?? 0,
+    close,
+  };
+}
+
+/** Strips the optional whitespace of HTTP (spaces and tabs) from both ends. */
+function trimSpaces(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isSpace(value.charCodeAt(start))) start++;
+  while (end > start && isSpace(value.charCodeAt(end - 1))) end--;
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
+
+/** Control characters other than tab (bare CR and LF among them) and DEL. */
+function hasControl(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f) return true;
+  }
+  return false;
+}
+
+function isSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/** A line feed without its carriage return: a head this reader would never see the end of. */
+function hasBareLineFeed(buf: Buffer, from: number): boolean {
+  for (let i = buf.indexOf(0x0a, from); i !== -1; i = buf.indexOf(0x0a, i + 1)) {
+    if (i === from || buf[i - 1] !== 0x0d) return true;
+  }
+  return false;
+}
+
+function onError(this: Socket): void {
+  this.destroy();
+}
+
+let date = "";
+/** The `Date` of answers, made at most once a second. */
+function utcDate(): string {
+  if (date === "") {
+    const now = new Date();
+    date = now.toUTCString();
+    setTimeout(() => {
+      date = "";
+    }, 1000 - now.getMilliseconds()).unref();
+  }
+  return date;
+}
