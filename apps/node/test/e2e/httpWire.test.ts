@@ -306,6 +306,23 @@ describe("the node HTTP layer on the wire", () => {
     expect([200, 400]).toContain(a.status);
   });
 
+  it("answers thousands of requests sent without reading, in order, once the client reads", async () => {
+    const c = client();
+    c.socket.pause();
+    const count = 3_000;
+    const ids = Array.from({ length: count }, (_, i) => i + 1);
+    // Each answer is about 2 kB: far more than the socket buffers hold, so the server has to
+    // wait for the client to read before it reads on.
+    const big = (id: number) => rpc(id, "eth_getBlockByNumber", ["0x0", true]);
+    c.write(ids.map((id) => post(big(id))).join(""));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    c.socket.resume();
+    for (const id of ids) {
+      const a = await c.answer();
+      expect(JSON.parse(a.body).id).toBe(id);
+    }
+  });
+
   it("still serves other connections after all of the above", async () => {
     const c = client();
     c.write(post(rpc(5, "eth_chainId")));
