@@ -238,7 +238,7 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_RPC_HTTP_LAYER",
     valueName: "LAYER",
     description:
-      "HTTP layer: auto (uws where it loads, else node with a warning), uws (uWebSockets.js, an error where it cannot load: Node 22 and later) or node (node:http)",
+      "HTTP layer: auto (uws where it loads, else node with a warning), uws (uWebSockets.js, an error where it cannot load: Node 22 and later) or node (Node's own `node:net` and `node:http`)",
     defaultText: "auto",
     parse: oneOf(HTTP_LAYERS),
   },
