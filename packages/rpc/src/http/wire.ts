@@ -15,8 +15,12 @@ import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
  * bytes not yet answered, at a request boundary, with every earlier answer already written.
  */
 export class WireConnection {
-  #pending: Buffer | undefined;
-  /** An answer is being computed; later requests wait in `#pending`, in order. */
+  /** Bytes received and not yet answered, in order: joined only when a request may be whole. */
+  #parts: Buffer[] = [];
+  #size = 0;
+  /** How many bytes the request begun needs in all before reading again is of use. */
+  #need = 0;
+  /** An answer is being computed; later requests wait in `#parts`, in order. */
   #busy = false;
   /** The client read too slowly: reading waits for the socket's `drain`. */
   #draining = false;
@@ -48,10 +52,11 @@ export class WireConnection {
   }
 
   readonly #onData = (chunk: Buffer): void => {
-    const pending = this.#pending;
-    this.#pending = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
+    this.#parts.push(chunk);
+    this.#size += chunk.length;
     if (this.#busy) this.#flow();
-    else this.#read();
+    else if (this.#size >= this.#need) this.#read();
+    else this.#partial();
   };
 
   readonly #onDrain = (): void => {
@@ -72,9 +77,10 @@ export class WireConnection {
 
   /** Answers the complete requests in the buffer, in order, until one has to wait. */
   #read(): void {
-    const buf = this.#pending;
-    if (buf === undefined || this.#done) return;
+    if (this.#size === 0 || this.#done) return;
+    const buf = this.#parts.length === 1 ? this.#parts[0]! : Buffer.concat(this.#parts, this.#size);
     let at = 0;
+    let need = 0;
     while (at < buf.length) {
       const end = buf.indexOf(HEAD_END, at);
       if (end === -1 || end - at > MAX_HEAD_BYTES) {
@@ -91,17 +97,23 @@ export class WireConnection {
       }
       const bodyStart = end + 4;
       const bodyEnd = bodyStart + request.bodyLength;
-      if (bodyEnd > buf.length) break;
+      if (bodyEnd > buf.length) {
+        need = bodyEnd - at;
+        break;
+      }
       const body = request.bodyLength === 0 ? "" : buf.toString("utf8", bodyStart, bodyEnd);
       at = bodyEnd;
       this.#startedAt = 0;
       this.#answer(request, body);
       if (this.#busy || this.#done) break;
     }
-    this.#pending = at === buf.length ? undefined : at === 0 ? buf : buf.subarray(at);
+    const rest = at === 0 ? buf : buf.subarray(at);
+    this.#parts = rest.length === 0 ? [] : [rest];
+    this.#size = rest.length;
+    this.#need = need;
     if (!this.#busy && !this.#done) {
       if (this.#ended) this.#finish();
-      else if (this.#pending !== undefined) this.#partial();
+      else if (this.#size > 0) this.#partial();
     }
     this.#flow();
   }
@@ -141,7 +153,7 @@ export class WireConnection {
     if (this.socket.destroyed) return;
     this.#write(reply, close);
     if (this.#done) return;
-    if (this.#pending !== undefined) this.#read();
+    if (this.#size > 0) this.#read();
     else if (this.#ended) this.#finish();
     else this.#flow();
   }
@@ -164,13 +176,15 @@ export class WireConnection {
 
   #finish(): void {
     this.#done = true;
-    this.#pending = undefined;
+    this.#parts = [];
+    this.#size = 0;
     this.socket.end();
   }
 
   #handOver(buf: Buffer, at: number): void {
     this.#done = true;
-    this.#pending = undefined;
+    this.#parts = [];
+    this.#size = 0;
     const socket = this.socket;
     socket.off("data", this.#onData);
     socket.off("drain", this.#onDrain);
@@ -186,8 +200,7 @@ export class WireConnection {
   #flow(): void {
     if (this.#done) return;
     const hold =
-      this.#draining ||
-      (this.#busy && (this.#pending?.length ?? 0) > this.#app.maxBodyBytes + MAX_HEAD_BYTES);
+      this.#draining || (this.#busy && this.#size > this.#app.maxBodyBytes + MAX_HEAD_BYTES);
     if (hold !== this.socket.isPaused()) {
       if (hold) this.socket.pause();
       else this.socket.resume();
