@@ -121,8 +121,10 @@ export class WireConnection {
   /** A request has begun but not all of it is here: bound how long it may take. */
   #partial(): void {
     const now = Date.now();
+    // As node:http: the head within 60 s of the request's first byte, the whole within 300 s.
+    const limit = this.#need > 0 ? REQUEST_TIMEOUT_MS : HEADERS_TIMEOUT_MS;
     if (this.#startedAt === 0) this.#startedAt = now;
-    else if (now - this.#startedAt > REQUEST_TIMEOUT_MS) this.socket.destroy();
+    else if (now - this.#startedAt > limit) this.socket.destroy();
   }
 
   #answer(request: WireRequest, body: string): void {
@@ -218,7 +220,8 @@ interface WireRequest {
 /** node:http's defaults, which requests handed over meet. */
 const MAX_HEAD_BYTES = 16 * 1024;
 export const KEEP_ALIVE_MS = 30_000;
-const REQUEST_TIMEOUT_MS = 60_000;
+const HEADERS_TIMEOUT_MS = 60_000;
+const REQUEST_TIMEOUT_MS = 300_000;
 
 const HEAD_END = Buffer.from("\r\n\r\n", "latin1");
 const INTERNAL_ERROR: HttpReply = { status: 500, headers: {}, body: "" };
