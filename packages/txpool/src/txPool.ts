@@ -1,6 +1,7 @@
 import { intrinsicGas } from "@nodex/evm";
 import { type Address, bytesToHex, decodeTransaction, type SignedTransaction } from "@nodex/types";
 import { chainIdMismatch, TxPoolError, TxPoolErrorCode } from "./errors.js";
+import { EvictionQueue } from "./evictionQueue.js";
 import {
   appendJournal,
   closeJournal,
@@ -81,6 +82,11 @@ const JOURNAL_STALE_MIN = 256;
 export class TxPool {
   readonly #opts: ResolvedTxPoolOptions;
   readonly #all = new Map<string, Entry>();
+  /** Remote transactions by status, cheapest first: where evictions look. */
+  readonly #evictable = {
+    pending: new EvictionQueue<Entry>(evictsFirst),
+    queued: new EvictionQueue<Entry>(evictsFirst),
+  };
   readonly #accounts = new Map<string, Account>();
   #pendingCount = 0;
   #version = 0;
@@ -258,6 +264,8 @@ export class TxPool {
     this.#version++;
     const hadLocals = this.#localCount > 0;
     this.#all.clear();
+    this.#evictable.pending.clear();
+    this.#evictable.queued.clear();
     this.#accounts.clear();
     this.#pendingCount = 0;
     this.#queuedCount = 0;
@@ -560,6 +568,7 @@ export class TxPool {
     account.txs.set(entry.tx.nonce, entry);
     this.#all.set(entry.key, entry);
     if (entry.local) this.#localCount++;
+    else this.#pushEvictable(entry, status);
     if (status === "pending") {
       account.pendingCount++;
       account.pendingCost += entry.cost;
@@ -606,6 +615,7 @@ export class TxPool {
       entry.queuedSince = this.#opts.now();
     }
     entry.status = status;
+    if (!entry.local) this.#pushEvictable(entry, status);
   }
 
   /** Whether one more transaction of `account` costing `cost` may become pending. */
@@ -658,19 +668,30 @@ export class TxPool {
     gasPrice: bigint,
     newcomerLocal: boolean,
   ): Entry | undefined {
-    let best: Entry | undefined;
-    for (const entry of this.#all.values()) {
-      if (entry.status !== status || entry.local || entry.account.key === sender) continue;
-      if (
-        best === undefined ||
-        entry.tx.gasPrice < best.tx.gasPrice ||
-        (entry.tx.gasPrice === best.tx.gasPrice && entry.seq > best.seq)
-      ) {
-        best = entry;
-      }
-    }
+    const best = this.#cheapest(status, (entry) => entry.account.key !== sender);
     if (best === undefined) return undefined;
     return newcomerLocal || best.tx.gasPrice < gasPrice ? best : undefined;
+  }
+
+  /** The cheapest remote transaction of `status` that `eligible` takes; ties: the latest. */
+  #cheapest(status: PoolStatus, eligible: (entry: Entry) => boolean): Entry | undefined {
+    return this.#evictable[status].find(
+      (e) => e.status === status && this.#all.get(e.key) === e,
+      eligible,
+    );
+  }
+
+  /**
+   * Makes `entry` a candidate for eviction under `status`. Its earlier places in the queues go
+   * stale; a queue holding more than twice the transactions of its status is rebuilt, so the
+   * stale ones of a pool that is never full do not pile up.
+   */
+  #pushEvictable(entry: Entry, status: PoolStatus): void {
+    const queue = this.#evictable[status];
+    queue.push(entry);
+    queue.compact(status === "pending" ? this.#pendingCount : this.#queuedCount, () =>
+      [...this.#all.values()].filter((e) => e.status === status && !e.local),
+    );
   }
 
   /** Evicts `entry`; the sender's later pending transactions become queued. */
@@ -702,17 +723,7 @@ export class TxPool {
       }
     }
     while (this.#queuedCount > o.globalQueue) {
-      let cheapest: Entry | undefined;
-      for (const entry of this.#all.values()) {
-        if (entry.status !== "queued" || entry.local) continue;
-        if (
-          cheapest === undefined ||
-          entry.tx.gasPrice < cheapest.tx.gasPrice ||
-          (entry.tx.gasPrice === cheapest.tx.gasPrice && entry.seq > cheapest.seq)
-        ) {
-          cheapest = entry;
-        }
-      }
+      const cheapest = this.#cheapest("queued", () => true);
       if (cheapest === undefined) break;
       this.#delete(cheapest);
     }
@@ -798,6 +809,11 @@ interface Cursor {
   readonly account: Account;
   nonce: bigint;
   entry: Entry;
+}
+
+/** Eviction order: the lower gas price first; of equal prices, the later arrival. */
+function evictsFirst(a: Entry, b: Entry): boolean {
+  return a.tx.gasPrice < b.tx.gasPrice || (a.tx.gasPrice === b.tx.gasPrice && a.seq > b.seq);
 }
 
 /** A max-heap of senders' next pending transactions: higher gas price first, then earlier arrival. */

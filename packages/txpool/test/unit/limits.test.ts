@@ -157,3 +157,91 @@ describe("expiry", () => {
     expect(p.status()).toEqual({ pending: 1, queued: 1 });
   });
 });
+
+describe("eviction against a model", () => {
+  it("does not take a transaction demoted to queued as a pending victim", async () => {
+    const p = pool({ globalSlots: 3, globalQueue: 10 });
+    const h = head(richState(5));
+    await p.add(transfer(0, 0, 1n), h);
+    await p.add(transfer(0, 1, 2n), h);
+    await p.add(transfer(1, 0, 5n), h);
+    // Full: sender 0's nonce 0 goes, and its nonce 1 is left queued behind the gap.
+    await p.add(transfer(2, 0, 3n), h);
+    expect(p.get(transfer(0, 1, 2n).hash)?.status).toBe("queued");
+    await p.add(transfer(3, 0, 4n), h);
+    // Full again: the cheapest pending one is sender 2's (3), not the queued nonce 1 (2).
+    await p.add(transfer(4, 0, 6n), h);
+    expect(p.get(transfer(2, 0, 3n).hash)).toBeUndefined();
+    expect(p.get(transfer(0, 1, 2n).hash)?.status).toBe("queued");
+    expect(p.status()).toEqual({ pending: 3, queued: 1 });
+  });
+
+  it("evicts, over 600 random arrivals and blocks, what a scan of the pool would", async () => {
+    // One transaction per sender (nonce 0), so the model is a list: when the pending slots are
+    // full, the cheapest remote one goes (the latest of equal prices) if the newcomer pays
+    // more or is local; otherwise a remote newcomer is refused.
+    const SLOTS = 8;
+    const SENDERS = 600;
+    const p = pool({ globalSlots: SLOTS, globalQueue: 4 });
+    const state = richState(SENDERS);
+    let seed = 0x1234567;
+    const random = (n: number) => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) % n;
+    };
+    interface Held {
+      sender: number;
+      price: bigint;
+      seq: number;
+      local: boolean;
+    }
+    let model: Held[] = [];
+    let seq = 0;
+    let evictions = 0;
+    let refusals = 0;
+    for (let i = 0; i < SENDERS; i++) {
+      if (random(10) === 0 && model.length > 0) {
+        // A block mines a few of the held transactions.
+        const mined = model.filter(() => random(3) === 0);
+        for (const m of mined) state.set(sender(m.sender), { nonce: 1n });
+        await p.onNewHead(head(state));
+        model = model.filter((m) => !mined.includes(m));
+      }
+      const price = BigInt(1 + random(6));
+      const local = random(8) === 0;
+      let victim: Held | undefined;
+      for (const m of model) {
+        if (m.local) continue;
+        if (
+          victim === undefined ||
+          m.price < victim.price ||
+          (m.price === victim.price && m.seq > victim.seq)
+        )
+          victim = m;
+      }
+      const full = model.length >= SLOTS;
+      const evicts = full && victim !== undefined && (local || victim.price < price);
+      const added = await p.add(transfer(i, 0, price), head(state), { local }).then(
+        () => true,
+        (e: unknown) => {
+          expect((e as TxPoolError).code).toBe(TxPoolErrorCode.POOL_FULL);
+          return false;
+        },
+      );
+      expect(added, `arrival ${i}`).toBe(!full || evicts || local);
+      if (evicts) {
+        model = model.filter((m) => m !== victim);
+        evictions++;
+      }
+      if (added) model.push({ sender: i, price, seq: seq++, local });
+      else refusals++;
+      const held = new Set(p.pending().map((t) => bytesToHex(t.from)));
+      expect(held, `arrival ${i}`).toEqual(new Set(model.map((m) => bytesToHex(sender(m.sender)))));
+    }
+    // The run reached the cases it is for.
+    expect(evictions).toBeGreaterThan(50);
+    expect(refusals).toBeGreaterThan(50);
+  });
+});
