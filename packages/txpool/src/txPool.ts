@@ -1,7 +1,7 @@
 import { intrinsicGas } from "@nodex/evm";
 import { type Address, bytesToHex, decodeTransaction, type SignedTransaction } from "@nodex/types";
 import { chainIdMismatch, TxPoolError, TxPoolErrorCode } from "./errors.js";
-import { EvictionQueue } from "./evictionQueue.js";
+import { Heap } from "./heap.js";
 import {
   appendJournal,
   closeJournal,
@@ -82,10 +82,13 @@ const JOURNAL_STALE_MIN = 256;
 export class TxPool {
   readonly #opts: ResolvedTxPoolOptions;
   readonly #all = new Map<string, Entry>();
-  /** Remote transactions by status, cheapest first: where evictions look. */
+  /**
+   * Remote transactions by status, cheapest first: where evictions look. An entry stays in its
+   * heap after it leaves the pool or changes status, and is dropped when it reaches the top.
+   */
   readonly #evictable = {
-    pending: new EvictionQueue<Entry>(evictsFirst),
-    queued: new EvictionQueue<Entry>(evictsFirst),
+    pending: new Heap<Entry>(evictsFirst),
+    queued: new Heap<Entry>(evictsFirst),
   };
   readonly #accounts = new Map<string, Account>();
   #pendingCount = 0;
@@ -181,7 +184,7 @@ export class TxPool {
    * price-and-nonce ordering.
    */
   pending(): SignedTransaction[] {
-    const heap = new CursorHeap();
+    const heap = new Heap<Cursor>(before);
     for (const account of this.#accounts.values()) {
       if (account.pendingCount > 0) {
         heap.push({ account, nonce: account.base, entry: account.txs.get(account.base)! });
@@ -264,8 +267,8 @@ export class TxPool {
     this.#version++;
     const hadLocals = this.#localCount > 0;
     this.#all.clear();
-    this.#evictable.pending.clear();
-    this.#evictable.queued.clear();
+    this.#evictable.pending.reset();
+    this.#evictable.queued.reset();
     this.#accounts.clear();
     this.#pendingCount = 0;
     this.#queuedCount = 0;
@@ -673,25 +676,38 @@ export class TxPool {
     return newcomerLocal || best.tx.gasPrice < gasPrice ? best : undefined;
   }
 
-  /** The cheapest remote transaction of `status` that `eligible` takes; ties: the latest. */
+  /**
+   * The cheapest remote transaction of `status` that `eligible` takes; ties: the latest. Stale
+   * entries met on the way are dropped; live ones passed over are put back.
+   */
   #cheapest(status: PoolStatus, eligible: (entry: Entry) => boolean): Entry | undefined {
-    return this.#evictable[status].find(
-      (e) => e.status === status && this.#all.get(e.key) === e,
-      eligible,
-    );
+    const heap = this.#evictable[status];
+    const passed: Entry[] = [];
+    let found: Entry | undefined;
+    for (let top = heap.peek(); top !== undefined; top = heap.peek()) {
+      if (top.status !== status || this.#all.get(top.key) !== top) heap.pop();
+      else if (!eligible(top)) passed.push(heap.pop()!);
+      else {
+        found = top;
+        break;
+      }
+    }
+    for (const entry of passed) heap.push(entry);
+    return found;
   }
 
   /**
-   * Makes `entry` a candidate for eviction under `status`. Its earlier places in the queues go
-   * stale; a queue holding more than twice the transactions of its status is rebuilt, so the
+   * Makes `entry` a candidate for eviction under `status`. Its earlier places in the heaps go
+   * stale; a heap holding more than twice the transactions of its status is rebuilt, so the
    * stale ones of a pool that is never full do not pile up.
    */
   #pushEvictable(entry: Entry, status: PoolStatus): void {
-    const queue = this.#evictable[status];
-    queue.push(entry);
-    queue.compact(status === "pending" ? this.#pendingCount : this.#queuedCount, () =>
-      [...this.#all.values()].filter((e) => e.status === status && !e.local),
-    );
+    const heap = this.#evictable[status];
+    heap.push(entry);
+    const count = status === "pending" ? this.#pendingCount : this.#queuedCount;
+    if (heap.size > 2 * count + 64) {
+      heap.reset([...this.#all.values()].filter((e) => e.status === status && !e.local));
+    }
   }
 
   /** Evicts `entry`; the sender's later pending transactions become queued. */
@@ -816,50 +832,7 @@ function evictsFirst(a: Entry, b: Entry): boolean {
   return a.tx.gasPrice < b.tx.gasPrice || (a.tx.gasPrice === b.tx.gasPrice && a.seq > b.seq);
 }
 
-/** A max-heap of senders' next pending transactions: higher gas price first, then earlier arrival. */
-class CursorHeap {
-  readonly #items: Cursor[] = [];
-
-  push(c: Cursor): void {
-    const items = this.#items;
-    items.push(c);
-    let i = items.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(items[i]!, items[parent]!)) break;
-      [items[i], items[parent]] = [items[parent]!, items[i]!];
-      i = parent;
-    }
-  }
-
-  peek(): Cursor | undefined {
-    return this.#items[0];
-  }
-
-  pop(): void {
-    const items = this.#items;
-    const last = items.pop()!;
-    if (items.length > 0) this.replaceTop(last);
-  }
-
-  /** Puts `c` at the top and sifts it down (after the top cursor moved on). */
-  replaceTop(c: Cursor): void {
-    const items = this.#items;
-    items[0] = c;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let best = i;
-      if (l < items.length && before(items[l]!, items[best]!)) best = l;
-      if (r < items.length && before(items[r]!, items[best]!)) best = r;
-      if (best === i) return;
-      [items[i], items[best]] = [items[best]!, items[i]!];
-      i = best;
-    }
-  }
-}
-
+/** The order of senders' next pending transactions: higher gas price first, then earlier arrival. */
 function before(a: Cursor, b: Cursor): boolean {
   const pa = a.entry.tx.gasPrice;
   const pb = b.entry.tx.gasPrice;

@@ -176,17 +176,20 @@ export class WireConnection {
     else if (!flushed) this.#draining = true;
   }
 
-  #finish(): void {
+  /** No more is read here: the connection closes or goes to node:http. */
+  #stop(): void {
     this.#done = true;
     this.#parts = [];
     this.#size = 0;
+  }
+
+  #finish(): void {
+    this.#stop();
     this.socket.end();
   }
 
   #handOver(buf: Buffer, at: number): void {
-    this.#done = true;
-    this.#parts = [];
-    this.#size = 0;
+    this.#stop();
     const socket = this.socket;
     socket.off("data", this.#onData);
     socket.off("drain", this.#onDrain);
