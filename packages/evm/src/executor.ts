@@ -17,6 +17,7 @@ import {
   type SignedTransaction,
 } from "@nodex/types";
 import { logsBloom } from "./bloom.js";
+import { CallInterpreter, type CallRules, MAX_CALL_GAS } from "./callInterpreter.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
@@ -124,13 +125,21 @@ export class Executor {
   readonly #code = new CodeByHash();
 
   readonly #libraryOpcodes: boolean;
+  readonly #libraryCalls: boolean;
+  /** The interpreter of calls (`callInterpreter.ts`), made with the first EVM's tables. */
+  #interpreter: Promise<CallInterpreter> | undefined;
 
   /**
    * `libraryOpcodes`: run `@ethereumjs/evm`'s own opcode and gas handlers, not the faster ones
-   * of `fastOpcodes.ts` (same results; for tests that compare the two).
+   * of `fastOpcodes.ts`; `libraryCalls`: run every call on the library, not on
+   * `callInterpreter.ts` first (same results; for tests that compare the two).
    */
-  constructor(network: NetworkPreset, opts: { readonly libraryOpcodes?: boolean } = {}) {
+  constructor(
+    network: NetworkPreset,
+    opts: { readonly libraryOpcodes?: boolean; readonly libraryCalls?: boolean } = {},
+  ) {
     this.#libraryOpcodes = opts.libraryOpcodes === true;
+    this.#libraryCalls = opts.libraryCalls === true;
     this.common = createCustomCommon(
       { chainId: network.chainId, name: `nodex-${network.name}` },
       Mainnet,
@@ -370,6 +379,34 @@ export class Executor {
         revertReason: undefined,
       };
     }
+    const value = req.value ?? 0n;
+    if (!this.#libraryCalls && req.to !== null && value === 0n && gas - intrinsic <= MAX_CALL_GAS) {
+      this.#interpreter ??= this.#evmFor(state).then(
+        (evm) => new CallInterpreter(callRules(evm), this.#code),
+      );
+      const result = await (await this.#interpreter).call(state.manager, {
+        from: fromBytes,
+        to: req.to,
+        data,
+        gas: Number(gas - intrinsic),
+        gasPrice: req.gasPrice ?? 0n,
+        coinbase: block.coinbase,
+        number: block.number,
+        timestamp: block.timestamp,
+        gasLimit: block.gasLimit,
+        difficulty: block.difficulty,
+      });
+      // undefined: a call the interpreter leaves to the library, which runs it from the start
+      if (result !== undefined) {
+        return {
+          success: result.success,
+          returnValue: result.output,
+          gasUsed: intrinsic + BigInt(result.gasUsed),
+          error: result.success ? undefined : "revert",
+          revertReason: result.success ? undefined : decodeRevertReason(result.output),
+        };
+      }
+    }
     const context = await this.#acquire(state);
     const evm = context.evm;
     try {
@@ -384,7 +421,7 @@ export class Executor {
         origin: caller,
         gasLimit: gas - intrinsic,
         ...(req.to === null ? {} : { to: new EJSAddress(req.to) }),
-        value: req.value ?? 0n,
+        value,
         data,
         skipBalance: true,
       });
@@ -419,6 +456,18 @@ export class Executor {
       }
     }
   }
+}
+
+/** The gas rules of calls, from an EVM's opcode table, precompiles and parameters. */
+function callRules(evm: EVM): CallRules {
+  const fees = new Int32Array(256).fill(-1);
+  for (const [code, opcode] of evm.opcodes) if (!opcode.isInvalid) fees[code] = opcode.fee;
+  return {
+    fees,
+    precompiles: new Set(evm.precompiles.keys()),
+    chainId: evm.common.chainId(),
+    param: (name) => evm.common.param(name),
+  };
 }
 
 function evmBlock(block: BlockContext) {

@@ -1,0 +1,1159 @@
+import type { StateManagerInterface } from "@ethereumjs/common";
+import { Address as EJSAddress } from "@ethereumjs/util";
+import { keccak256 } from "@nodex/types";
+import type { CodeByHash } from "./callState.js";
+
+/**
+ * An interpreter for calls that change nothing (`eth_call`): the message calls of a read, run
+ * with number gas, plain arrays of BigInt words and the state read straight from the world
+ * state, without `@ethereumjs/evm`'s message, interpreter, journal and state-manager objects
+ * around each frame.
+ *
+ * It covers what reads do: every opcode of the chain's rules but the ones below, calls of all
+ * four kinds between contracts without value, storage and transient storage written and
+ * reverted per frame, EIP-2929 access costs, EIP-2200 storage costs, logs (charged, dropped).
+ * Anything else makes `call` answer `undefined`, and the caller runs the whole call again on
+ * the library, from the start: nothing a call does outlives it, so a second run sees what the
+ * first one saw. Left to the library:
+ * - creations (`CREATE`, `CREATE2`, calls without `to`), `SELFDESTRUCT`, `BLOCKHASH`;
+ * - value: a call with value, or `CALL`/`CALLCODE` with value inside it;
+ * - calls to precompiles; code that starts with the EOF magic, read by `EXTCODE*`;
+ * - a call that ends in an exceptional halt (out of gas, invalid opcode, …): the library gives
+ *   the error its own words, and `eth_estimateGas` probes that way;
+ * - opcodes of the rules this file does not know (an upgrade adds them to the library's table
+ *   first, so they are noticed rather than misrun).
+ *
+ * The gas of each opcode is the library's: its static fees are read from the EVM's opcode table
+ * and its parameters from the `Common`; the dynamic parts follow its gas handlers, in the same
+ * order. `callInterpreter.test.ts` runs random programs and calls between contracts on both and
+ * compares return data, status and gas used.
+ */
+
+const MASK = (1n << 256n) - 1n;
+const SIGN_BIT = 1n << 255n;
+const TWO_256 = 1n << 256n;
+const ADDRESS_MASK = (1n << 160n) - 1n;
+const EMPTY = new Uint8Array(0);
+/** The largest frame gas the number arithmetic here takes: 2³², far above any block's limit. */
+export const MAX_CALL_GAS = 2 ** 32;
+/** Memory beyond this many words costs more than `MAX_CALL_GAS` (3w + w²/512 > 2³²). */
+const MAX_WORDS = 2 ** 21;
+const STACK_LIMIT = 1024;
+const CALL_DEPTH_LIMIT = 1024;
+
+/** BigInt of each byte value, for PUSH1 and friends. */
+const SMALL: bigint[] = Array.from({ length: 256 }, (_, i) => BigInt(i));
+const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+/** Thrown inside a run when the call needs the library; `call` answers `undefined`. */
+class Unsupported {
+  constructor(readonly why: string) {}
+}
+
+/** An exceptional halt of a frame: all its gas is gone, its changes undone. */
+class Halt {
+  constructor(readonly error: string) {}
+}
+
+const OUT_OF_GAS = new Halt("out of gas");
+const STACK_UNDERFLOW = new Halt("stack underflow");
+const STACK_OVERFLOW = new Halt("stack overflow");
+const INVALID_JUMP = new Halt("invalid JUMP");
+const INVALID_OPCODE = new Halt("invalid opcode");
+const STATIC_STATE_CHANGE = new Halt("static state change");
+
+/** Jump destinations and push values of a code array, made once per array. */
+interface CodeInfo {
+  /** 1 where a JUMPDEST is an opcode (not push data). */
+  readonly jumps: Uint8Array;
+  /** The value each PUSH3…PUSH32 at that offset pushes (right-padded at the code's end). */
+  readonly pushes: (bigint | undefined)[];
+}
+
+const codeInfos = new WeakMap<Uint8Array, CodeInfo>();
+
+function analyse(code: Uint8Array): CodeInfo {
+  let info = codeInfos.get(code);
+  if (info !== undefined) return info;
+  const jumps = new Uint8Array(code.length);
+  const pushes: (bigint | undefined)[] = [];
+  for (let pc = 0; pc < code.length; pc++) {
+    const op = code[pc]!;
+    if (op === 0x5b) jumps[pc] = 1;
+    else if (op >= 0x60 && op <= 0x7f) {
+      const n = op - 0x5f;
+      if (n >= 3) {
+        let hex = "0x";
+        for (let i = 1; i <= n; i++) hex += HEX[code[pc + i] ?? 0];
+        pushes[pc] = BigInt(hex);
+      }
+      pc += n;
+    }
+  }
+  info = { jumps, pushes };
+  codeInfos.set(code, info);
+  return info;
+}
+
+/** The gas rules of the chain, read from the library's tables once. */
+export interface CallRules {
+  /** Static fee of each opcode; -1 where the rules have no such opcode. */
+  readonly fees: Int32Array;
+  /** Precompile addresses, as 40 lowercase hex digits. */
+  readonly precompiles: ReadonlySet<string>;
+  readonly chainId: bigint;
+  readonly param: (name: string) => bigint;
+}
+
+/** The transaction and block a call runs in. */
+export interface CallEnvironment {
+  readonly from: Uint8Array;
+  readonly to: Uint8Array;
+  readonly data: Uint8Array;
+  /** Gas for execution: the call's gas less the intrinsic gas. */
+  readonly gas: number;
+  readonly gasPrice: bigint;
+  readonly coinbase: Uint8Array;
+  readonly number: bigint;
+  readonly timestamp: bigint;
+  readonly gasLimit: bigint;
+  readonly difficulty: bigint;
+}
+
+export interface CallResult {
+  readonly success: boolean;
+  /** The return data, or the revert data. */
+  readonly output: Uint8Array;
+  /** Execution gas used (without the intrinsic gas). */
+  readonly gasUsed: number;
+}
+
+/** What a frame ended with. */
+interface FrameEnd {
+  readonly success: boolean;
+  readonly gasLeft: number;
+  readonly output: Uint8Array;
+}
+
+/** An account as calls read it. */
+interface AccountView {
+  readonly balance: bigint;
+  /** Keccak of the code, undefined for an account without code. */
+  readonly codeHash: Uint8Array;
+  readonly empty: boolean;
+  readonly hasCode: boolean;
+}
+
+interface Frame {
+  readonly address: bigint;
+  readonly key: string;
+  readonly caller: bigint;
+  readonly value: bigint;
+  readonly data: Uint8Array;
+  readonly code: Uint8Array;
+  readonly gas: number;
+  readonly isStatic: boolean;
+  readonly depth: number;
+}
+
+function addressKey(word: bigint): string {
+  return (word & ADDRESS_MASK).toString(16).padStart(40, "0");
+}
+
+function keyOf(bytes: Uint8Array): string {
+  let hex = "";
+  for (let i = 0; i < bytes.length; i++) hex += HEX[bytes[i]!];
+  return hex;
+}
+
+const SCRATCH = new Uint8Array(32);
+const SCRATCH_VIEW = new DataView(SCRATCH.buffer);
+
+/**
+ * The word held by `size` (≤ 32) big-endian bytes of `buf` from `offset`: leading zero bytes
+ * skipped, up to 6 significant bytes through a number, more as 64-bit limbs (a third of the
+ * time of a hex string's parse).
+ */
+function wordOf(buf: Uint8Array, offset: number, size: number): bigint {
+  let i = offset;
+  const end = offset + size;
+  while (i < end && buf[i] === 0) i++;
+  const n = end - i;
+  if (n <= 6) {
+    let v = 0;
+    for (; i < end; i++) v = v * 256 + buf[i]!;
+    return v < 256 ? SMALL[v]! : BigInt(v);
+  }
+  SCRATCH.fill(0, 0, 32 - n);
+  for (let j = 32 - n; j < 32; j++, i++) SCRATCH[j] = buf[i]!;
+  const d = SCRATCH_VIEW.getBigUint64(24);
+  if (n <= 8) return d;
+  const c = SCRATCH_VIEW.getBigUint64(16);
+  if (n <= 16) return (c << 64n) | d;
+  const b = SCRATCH_VIEW.getBigUint64(8);
+  if (n <= 24) return (b << 128n) | (c << 64n) | d;
+  return (SCRATCH_VIEW.getBigUint64(0) << 192n) | (b << 128n) | (c << 64n) | d;
+}
+
+function toBigInt(bytes: Uint8Array): bigint {
+  return wordOf(bytes, 0, bytes.length);
+}
+
+/** 32 bytes of `buf` from `offset` (inside it) as a word. */
+function readWord(buf: Uint8Array, offset: number): bigint {
+  return wordOf(buf, offset, 32);
+}
+
+/** A hex digit's value (lowercase, as `bigint.toString(16)` writes them). */
+function nibble(code: number): number {
+  return code < 58 ? code - 48 : code - 87;
+}
+
+/** Writes `word` as 32 big-endian bytes at `offset` of `buf`. */
+function writeWord(buf: Uint8Array, offset: number, word: bigint): void {
+  buf.fill(0, offset, offset + 32);
+  if (word === 0n) return;
+  const hex = word.toString(16);
+  let i = hex.length - 1;
+  let j = offset + 31;
+  for (; i > 0; i -= 2, j--)
+    buf[j] = (nibble(hex.charCodeAt(i - 1)) << 4) | nibble(hex.charCodeAt(i));
+  if (i === 0) buf[j] = nibble(hex.charCodeAt(0));
+}
+
+function wordToBytes(word: bigint): Uint8Array {
+  const out = new Uint8Array(32);
+  writeWord(out, 0, word);
+  return out;
+}
+
+function signed(x: bigint): bigint {
+  return x >= SIGN_BIT ? x - TWO_256 : x;
+}
+
+function exp(base: bigint, exponent: bigint): bigint {
+  let result = 1n;
+  let b = base & MASK;
+  let e = exponent;
+  while (e > 0n) {
+    if ((e & 1n) === 1n) result = (result * b) & MASK;
+    e >>= 1n;
+    if (e > 0n) b = (b * b) & MASK;
+  }
+  return result;
+}
+
+/** A small non-negative number from a word, or Infinity when it is beyond any memory. */
+function small(word: bigint): number {
+  return word > 0xffffffffn ? Number.POSITIVE_INFINITY : Number(word);
+}
+
+function words(size: number): number {
+  return Math.ceil(size / 32);
+}
+
+/** Memory buffers of finished frames, zeroed, for the next frames (of any call). */
+const POOLED_BYTES = 4096;
+const pool: Uint8Array[] = [];
+
+/** A frame's memory and what it has cost so far. */
+class Memory {
+  buf: Uint8Array = EMPTY;
+  words = 0;
+  cost = 0;
+
+  /** Gives the buffer back to the pool once the frame is over (nothing may keep views of it). */
+  release(): void {
+    const buf = this.buf;
+    if (buf.length === POOLED_BYTES && pool.length < 64) {
+      buf.fill(0, 0, this.words * 32);
+      pool.push(buf);
+    }
+    this.buf = EMPTY;
+  }
+
+  /**
+   * The gas to grow memory over `[offset, offset + size)` (nothing when `size` is 0), growing it.
+   * Infinity when it cannot be paid with any gas a call has.
+   */
+  expand(offset: number, size: number, memoryGas: number, quadDiv: number): number {
+    if (size === 0) return 0;
+    const end = offset + size;
+    if (end > MAX_WORDS * 32) return Number.POSITIVE_INFINITY;
+    const w = Math.ceil(end / 32);
+    if (w <= this.words) return 0;
+    const cost = w * memoryGas + Math.floor((w * w) / quadDiv);
+    const extra = cost - this.cost;
+    this.cost = cost;
+    this.words = w;
+    if (this.buf.length < w * 32) {
+      if (this.buf.length === 0 && w * 32 <= POOLED_BYTES) {
+        this.buf = pool.pop() ?? new Uint8Array(POOLED_BYTES);
+      } else {
+        const buf = new Uint8Array(Math.max(w * 32, this.buf.length * 2));
+        buf.set(this.buf);
+        this.buf = buf;
+      }
+    }
+    return extra;
+  }
+}
+
+/** Copies `size` bytes of `source` from `from` (zeros past its end) into `target` at `to`. */
+function copyPadded(
+  target: Uint8Array,
+  to: number,
+  source: Uint8Array,
+  from: bigint,
+  size: number,
+): void {
+  if (size === 0) return;
+  const start = from > BigInt(source.length) ? source.length : Number(from);
+  const available = Math.min(size, source.length - start);
+  if (available > 0) target.set(source.subarray(start, start + available), to);
+  if (available < size) target.fill(0, to + Math.max(available, 0), to + size);
+}
+
+/**
+ * Runs calls on a world state's `StateManagerInterface` (only read). One interpreter serves any
+ * number of calls at once: each call's changes live in its own `CallRun`.
+ */
+export class CallInterpreter {
+  readonly #rules: CallRules;
+  readonly #code: CodeByHash;
+  readonly #g: Record<string, number>;
+
+  constructor(rules: CallRules, code: CodeByHash) {
+    this.#rules = rules;
+    this.#code = code;
+    const p = (name: string) => Number(rules.param(name));
+    this.#g = {
+      memory: p("memoryGas"),
+      quadDiv: p("quadCoefficientDivGas"),
+      copy: p("copyGas"),
+      keccakWord: p("keccak256WordGas"),
+      expByte: p("expByteGas"),
+      logTopic: p("logTopicGas"),
+      logData: p("logDataGas"),
+      warmRead: p("warmstoragereadGas"),
+      coldSload: p("coldsloadGas"),
+      coldAccount: p("coldaccountaccessGas"),
+      sentry: p("sstoreSentryEIP2200Gas"),
+      sstoreNoop: p("sstoreNoopEIP2200Gas"),
+      sstoreDirty: p("sstoreDirtyEIP2200Gas"),
+      sstoreInit: p("sstoreInitEIP2200Gas"),
+      sstoreClean: p("sstoreCleanEIP2200Gas"),
+    };
+  }
+
+  /** The call's result, or `undefined` when the library must run it (see the file's comment). */
+  async call(base: StateManagerInterface, env: CallEnvironment): Promise<CallResult | undefined> {
+    if (!(env.gas >= 0 && env.gas <= MAX_CALL_GAS)) return undefined;
+    const run = new CallRun(base, this.#code, this.#rules, this.#g, env);
+    try {
+      const end = await run.top();
+      return { success: end.success, output: end.output, gasUsed: env.gas - end.gasLeft };
+    } catch (error) {
+      if (error instanceof Unsupported) return undefined;
+      // Out of JavaScript stack in a deep recursion of frames: the library's run decides.
+      if (error instanceof RangeError) return undefined;
+      throw error;
+    }
+  }
+}
+
+/** The library's address objects by hex key, shared by calls (they are never changed). */
+const addresses = new Map<string, EJSAddress>();
+
+/** One call: its warm sets, its writes and their undo log, the accounts it read. */
+class CallRun {
+  readonly #base: StateManagerInterface;
+  readonly #codes: CodeByHash;
+  readonly #rules: CallRules;
+  readonly #g: Record<string, number>;
+  readonly #env: CallEnvironment;
+  readonly #fees: Int32Array;
+  readonly #origin: bigint;
+  readonly #originKey: string;
+  readonly #warmAddresses = new Set<string>();
+  readonly #warmSlots = new Map<string, Set<bigint>>();
+  /** Values read from the base state (the slots' values before the call). */
+  readonly #original = new Map<string, Map<bigint, bigint>>();
+  readonly #written = new Map<string, Map<bigint, bigint>>();
+  readonly #transient = new Map<string, Map<bigint, bigint>>();
+  readonly #accounts = new Map<string, AccountView | null>();
+  /** Undo actions of writes and warm-ups, undone back to a frame's mark when it fails. */
+  readonly #undo: (() => void)[] = [];
+
+  constructor(
+    base: StateManagerInterface,
+    codes: CodeByHash,
+    rules: CallRules,
+    g: Record<string, number>,
+    env: CallEnvironment,
+  ) {
+    this.#base = base;
+    this.#codes = codes;
+    this.#rules = rules;
+    this.#g = g;
+    this.#env = env;
+    this.#fees = rules.fees;
+    this.#origin = toBigInt(env.from);
+    this.#originKey = keyOf(env.from);
+    // Warm from the start, for good (EIP-2929, EIP-3651): sender, target, coinbase (and the
+    // precompiles, see #touch).
+    this.#warmAddresses.add(this.#originKey);
+    this.#warmAddresses.add(keyOf(env.to));
+    this.#warmAddresses.add(keyOf(env.coinbase));
+  }
+
+  async top(): Promise<FrameEnd> {
+    const env = this.#env;
+    const key = keyOf(env.to);
+    if (this.#rules.precompiles.has(key)) throw new Unsupported("precompile");
+    const code = await this.#codeOf(key);
+    if (code.length === 0) return { success: true, gasLeft: env.gas, output: EMPTY };
+    const end = await this.#frame({
+      address: toBigInt(env.to),
+      key,
+      caller: this.#origin,
+      value: 0n,
+      data: env.data,
+      code,
+      gas: env.gas,
+      isStatic: false,
+      depth: 0,
+    });
+    if (!end.success && end.gasLeft === 0 && end.output === HALTED) throw new Unsupported("halt");
+    return end;
+  }
+
+  #address(key: string): EJSAddress {
+    let address = addresses.get(key);
+    if (address === undefined) {
+      const bytes = new Uint8Array(20);
+      for (let i = 0; i < 20; i++) bytes[i] = Number.parseInt(key.slice(2 * i, 2 * i + 2), 16);
+      address = new EJSAddress(bytes);
+      if (addresses.size >= 10_000) addresses.clear();
+      addresses.set(key, address);
+    }
+    return address;
+  }
+
+  async #account(key: string): Promise<AccountView | null> {
+    let view = this.#accounts.get(key);
+    if (view !== undefined) return view;
+    const account = await this.#base.getAccount(this.#address(key));
+    // The library's run of a call raises the sender's nonce first: the sender exists.
+    const bumped = key === this.#originKey;
+    view =
+      account === undefined
+        ? bumped
+          ? { balance: 0n, codeHash: KECCAK_EMPTY, empty: false, hasCode: false }
+          : null
+        : {
+            balance: account.balance,
+            codeHash: account.codeHash,
+            empty: account.isEmpty() && !bumped,
+            hasCode: account.isContract(),
+          };
+    this.#accounts.set(key, view);
+    return view;
+  }
+
+  async #codeOf(key: string): Promise<Uint8Array> {
+    const account = await this.#account(key);
+    if (account === null || !account.hasCode) return EMPTY;
+    const hash = keyOf(account.codeHash);
+    return (
+      this.#codes.get(`0x${hash}`) ??
+      this.#codes.set(`0x${hash}`, await this.#base.getCode(this.#address(key)))
+    );
+  }
+
+  /** The slot's value before the call. */
+  async #originalValue(key: string, slot: bigint): Promise<bigint> {
+    let slots = this.#original.get(key);
+    if (slots === undefined) {
+      slots = new Map();
+      this.#original.set(key, slots);
+    }
+    let value = slots.get(slot);
+    if (value === undefined) {
+      value = toBigInt(await this.#base.getStorage(this.#address(key), wordToBytes(slot)));
+      slots.set(slot, value);
+    }
+    return value;
+  }
+
+  async #load(key: string, slot: bigint): Promise<bigint> {
+    const written = this.#written.get(key)?.get(slot);
+    return written ?? this.#originalValue(key, slot);
+  }
+
+  #store(key: string, slot: bigint, value: bigint): void {
+    let slots = this.#written.get(key);
+    if (slots === undefined) {
+      slots = new Map();
+      this.#written.set(key, slots);
+    }
+    const map = slots;
+    const before = map.get(slot);
+    map.set(slot, value);
+    this.#undo.push(() => {
+      if (before === undefined) map.delete(slot);
+      else map.set(slot, before);
+    });
+  }
+
+  #tstore(key: string, slot: bigint, value: bigint): void {
+    let slots = this.#transient.get(key);
+    if (slots === undefined) {
+      slots = new Map();
+      this.#transient.set(key, slots);
+    }
+    const map = slots;
+    const before = map.get(slot);
+    map.set(slot, value);
+    this.#undo.push(() => {
+      if (before === undefined) map.delete(slot);
+      else map.set(slot, before);
+    });
+  }
+
+  /** EIP-2929: the cost of touching an address, which is warm afterwards. */
+  #touch(key: string): number {
+    if (this.#warmAddresses.has(key) || this.#rules.precompiles.has(key)) return this.#g.warmRead!;
+    this.#warmAddresses.add(key);
+    this.#undo.push(() => this.#warmAddresses.delete(key));
+    return this.#g.coldAccount!;
+  }
+
+  /** Whether the slot was cold, warming it. */
+  #warmSlot(key: string, slot: bigint): boolean {
+    let slots = this.#warmSlots.get(key);
+    if (slots === undefined) {
+      slots = new Set();
+      this.#warmSlots.set(key, slots);
+    }
+    if (slots.has(slot)) return false;
+    slots.add(slot);
+    const set = slots;
+    this.#undo.push(() => set.delete(slot));
+    return true;
+  }
+
+  /** Runs a frame; undoes its changes when it fails. */
+  async #frame(f: Frame): Promise<FrameEnd> {
+    const mark = this.#undo.length;
+    const mem = new Memory();
+    let end: FrameEnd;
+    try {
+      end = await this.#exec(f, mem);
+    } catch (error) {
+      if (!(error instanceof Halt)) throw error;
+      end = { success: false, gasLeft: 0, output: HALTED };
+    } finally {
+      mem.release();
+    }
+    if (!end.success) {
+      for (let i = this.#undo.length - 1; i >= mark; i--) this.#undo[i]!();
+      this.#undo.length = mark;
+    }
+    return end;
+  }
+
+  async #exec(f: Frame, mem: Memory): Promise<FrameEnd> {
+    const g = this.#g;
+    const fees = this.#fees;
+    const env = this.#env;
+    const code = f.code;
+    const length = code.length;
+    const { jumps, pushes } = analyse(code);
+    const stack: bigint[] = [];
+    const memGas = g.memory!;
+    const quadDiv = g.quadDiv!;
+    let returnData: Uint8Array = EMPTY;
+    let gas = f.gas;
+    let pc = 0;
+
+    while (pc < length) {
+      const op = code[pc]!;
+      const fee = fees[op]!;
+      if (fee < 0) throw INVALID_OPCODE;
+      gas -= fee;
+      if (gas < 0) throw OUT_OF_GAS;
+      const sp = stack.length;
+      pc++;
+      switch (op) {
+        case 0x00: // STOP
+          return { success: true, gasLeft: gas, output: EMPTY };
+        case 0x01: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = (a + stack[sp - 2]!) & MASK;
+          break;
+        }
+        case 0x02: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = (a * stack[sp - 2]!) & MASK;
+          break;
+        }
+        case 0x03: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = (a - stack[sp - 2]!) & MASK;
+          break;
+        }
+        case 0x04: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          const b = stack[sp - 2]!;
+          stack[sp - 2] = b === 0n ? 0n : a / b;
+          break;
+        }
+        case 0x05: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          const b = stack[sp - 2]!;
+          stack[sp - 2] = b === 0n ? 0n : (signed(a) / signed(b)) & MASK;
+          break;
+        }
+        case 0x06: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          const b = stack[sp - 2]!;
+          stack[sp - 2] = b === 0n ? 0n : a % b;
+          break;
+        }
+        case 0x07: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          const b = stack[sp - 2]!;
+          stack[sp - 2] = b === 0n ? 0n : (signed(a) % signed(b)) & MASK;
+          break;
+        }
+        case 0x08: {
+          if (sp < 3) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          const b = stack.pop()!;
+          const n = stack[sp - 3]!;
+          stack[sp - 3] = n === 0n ? 0n : (a + b) % n;
+          break;
+        }
+        case 0x09: {
+          if (sp < 3) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          const b = stack.pop()!;
+          const n = stack[sp - 3]!;
+          stack[sp - 3] = n === 0n ? 0n : (a * b) % n;
+          break;
+        }
+        case 0x0a: {
+          // EXP: 50 gas per byte of the exponent
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const e = stack[sp - 2]!;
+          if (e !== 0n) {
+            gas -= g.expByte! * Math.ceil(e.toString(2).length / 8);
+            if (gas < 0) throw OUT_OF_GAS;
+          }
+          const a = stack.pop()!;
+          stack[sp - 2] = exp(a, e);
+          break;
+        }
+        case 0x0b: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const k = stack.pop()!;
+          const x = stack[sp - 2]!;
+          if (k < 31n) {
+            const bit = Number(k) * 8 + 7;
+            const low = (1n << BigInt(bit + 1)) - 1n;
+            stack[sp - 2] = (x >> BigInt(bit)) & 1n ? x | (MASK ^ low) : x & low;
+          }
+          break;
+        }
+        case 0x10: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = a < stack[sp - 2]! ? 1n : 0n;
+          break;
+        }
+        case 0x11: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = a > stack[sp - 2]! ? 1n : 0n;
+          break;
+        }
+        case 0x12: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = signed(a) < signed(stack[sp - 2]!) ? 1n : 0n;
+          break;
+        }
+        case 0x13: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = signed(a) > signed(stack[sp - 2]!) ? 1n : 0n;
+          break;
+        }
+        case 0x14: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = a === stack[sp - 2]! ? 1n : 0n;
+          break;
+        }
+        case 0x15:
+          if (sp < 1) throw STACK_UNDERFLOW;
+          stack[sp - 1] = stack[sp - 1] === 0n ? 1n : 0n;
+          break;
+        case 0x16: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = a & stack[sp - 2]!;
+          break;
+        }
+        case 0x17: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = a | stack[sp - 2]!;
+          break;
+        }
+        case 0x18: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const a = stack.pop()!;
+          stack[sp - 2] = a ^ stack[sp - 2]!;
+          break;
+        }
+        case 0x19:
+          if (sp < 1) throw STACK_UNDERFLOW;
+          stack[sp - 1] = MASK ^ stack[sp - 1]!;
+          break;
+        case 0x1a: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const i = stack.pop()!;
+          const x = stack[sp - 2]!;
+          stack[sp - 2] = i < 32n ? (x >> BigInt(248 - Number(i) * 8)) & 0xffn : 0n;
+          break;
+        }
+        case 0x1b: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const s = stack.pop()!;
+          stack[sp - 2] = s < 256n ? (stack[sp - 2]! << s) & MASK : 0n;
+          break;
+        }
+        case 0x1c: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const s = stack.pop()!;
+          stack[sp - 2] = s < 256n ? stack[sp - 2]! >> s : 0n;
+          break;
+        }
+        case 0x1d: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const s = stack.pop()!;
+          const x = signed(stack[sp - 2]!);
+          stack[sp - 2] = s < 256n ? (x >> s) & MASK : x < 0n ? MASK : 0n;
+          break;
+        }
+        case 0x20: {
+          // KECCAK256
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const offset = stack[sp - 1]!;
+          const size = small(stack[sp - 2]!);
+          const o = size === 0 ? 0 : small(offset);
+          gas -= mem.expand(o, size, memGas, quadDiv) + g.keccakWord! * words(size);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          stack.pop();
+          stack[sp - 2] = toBigInt(keccak256(mem.buf.subarray(o, o + size)));
+          break;
+        }
+        case 0x30:
+          stack.push(f.address);
+          break;
+        case 0x31: {
+          // BALANCE
+          if (sp < 1) throw STACK_UNDERFLOW;
+          const key = addressKey(stack[sp - 1]!);
+          gas -= this.#touch(key);
+          if (gas < 0) throw OUT_OF_GAS;
+          stack[sp - 1] = (await this.#account(key))?.balance ?? 0n;
+          break;
+        }
+        case 0x32:
+          stack.push(this.#origin);
+          break;
+        case 0x33:
+          stack.push(f.caller);
+          break;
+        case 0x34:
+          stack.push(f.value);
+          break;
+        case 0x35: {
+          if (sp < 1) throw STACK_UNDERFLOW;
+          const at = stack[sp - 1]!;
+          const data = f.data;
+          if (at >= BigInt(data.length)) stack[sp - 1] = 0n;
+          else {
+            const i = Number(at);
+            if (i + 32 <= data.length) stack[sp - 1] = readWord(data, i);
+            else {
+              const word = new Uint8Array(32);
+              word.set(data.subarray(i));
+              stack[sp - 1] = readWord(word, 0);
+            }
+          }
+          break;
+        }
+        case 0x36:
+          stack.push(BigInt(f.data.length));
+          break;
+        case 0x37: // CALLDATACOPY
+        case 0x39: // CODECOPY
+        case 0x3e: {
+          // RETURNDATACOPY
+          if (sp < 3) throw STACK_UNDERFLOW;
+          const to = stack[sp - 1]!;
+          const from = stack[sp - 2]!;
+          const size = stack[sp - 3]!;
+          if (op === 0x3e && from + size > BigInt(returnData.length)) throw OUT_OF_GAS;
+          const n = small(size);
+          const t = n === 0 ? 0 : small(to);
+          gas -= mem.expand(t, n, memGas, quadDiv) + (n === 0 ? 0 : g.copy! * words(n));
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          stack.length = sp - 3;
+          const source = op === 0x37 ? f.data : op === 0x39 ? code : returnData;
+          copyPadded(mem.buf, t, source, from, n);
+          break;
+        }
+        case 0x38:
+          stack.push(BigInt(length));
+          break;
+        case 0x3a:
+          stack.push(env.gasPrice);
+          break;
+        case 0x3b: {
+          // EXTCODESIZE
+          if (sp < 1) throw STACK_UNDERFLOW;
+          const key = addressKey(stack[sp - 1]!);
+          gas -= this.#touch(key);
+          if (gas < 0) throw OUT_OF_GAS;
+          stack[sp - 1] = BigInt((await this.#extCode(key)).length);
+          break;
+        }
+        case 0x3c: {
+          // EXTCODECOPY
+          if (sp < 4) throw STACK_UNDERFLOW;
+          const key = addressKey(stack[sp - 1]!);
+          const to = stack[sp - 2]!;
+          const from = stack[sp - 3]!;
+          const n = small(stack[sp - 4]!);
+          const t = n === 0 ? 0 : small(to);
+          gas -= mem.expand(t, n, memGas, quadDiv);
+          gas -= this.#touch(key);
+          gas -= n === 0 ? 0 : g.copy! * words(n);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          stack.length = sp - 4;
+          copyPadded(mem.buf, t, await this.#extCode(key), from, n);
+          break;
+        }
+        case 0x3d:
+          stack.push(BigInt(returnData.length));
+          break;
+        case 0x3f: {
+          // EXTCODEHASH
+          if (sp < 1) throw STACK_UNDERFLOW;
+          const key = addressKey(stack[sp - 1]!);
+          gas -= this.#touch(key);
+          if (gas < 0) throw OUT_OF_GAS;
+          await this.#extCode(key);
+          const account = await this.#account(key);
+          stack[sp - 1] = account === null || account.empty ? 0n : toBigInt(account.codeHash);
+          break;
+        }
+        case 0x40:
+          throw new Unsupported("BLOCKHASH");
+        case 0x41:
+          stack.push(toBigInt(env.coinbase));
+          break;
+        case 0x42:
+          stack.push(env.timestamp);
+          break;
+        case 0x43:
+          stack.push(env.number);
+          break;
+        case 0x44: // PREVRANDAO: the block's difficulty on this chain
+          stack.push(env.difficulty);
+          break;
+        case 0x45:
+          stack.push(env.gasLimit);
+          break;
+        case 0x46:
+          stack.push(this.#rules.chainId);
+          break;
+        case 0x47:
+          stack.push((await this.#account(f.key))?.balance ?? 0n);
+          break;
+        case 0x48: // BASEFEE: none on this chain
+          stack.push(0n);
+          break;
+        case 0x49: // BLOBHASH: a call carries no blobs
+          if (sp < 1) throw STACK_UNDERFLOW;
+          stack[sp - 1] = 0n;
+          break;
+        case 0x4a: // BLOBBASEFEE
+          stack.push(0n);
+          break;
+        case 0x50:
+          if (sp < 1) throw STACK_UNDERFLOW;
+          stack.pop();
+          break;
+        case 0x51: {
+          // MLOAD
+          if (sp < 1) throw STACK_UNDERFLOW;
+          const o = small(stack[sp - 1]!);
+          gas -= mem.expand(o, 32, memGas, quadDiv);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          stack[sp - 1] = readWord(mem.buf, o);
+          break;
+        }
+        case 0x52: {
+          // MSTORE
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const o = small(stack[sp - 1]!);
+          gas -= mem.expand(o, 32, memGas, quadDiv);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          writeWord(mem.buf, o, stack[sp - 2]!);
+          stack.length = sp - 2;
+          break;
+        }
+        case 0x53: {
+          // MSTORE8
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const o = small(stack[sp - 1]!);
+          gas -= mem.expand(o, 1, memGas, quadDiv);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          mem.buf[o] = Number(stack[sp - 2]! & 0xffn);
+          stack.length = sp - 2;
+          break;
+        }
+        case 0x54: {
+          // SLOAD
+          if (sp < 1) throw STACK_UNDERFLOW;
+          const slot = stack[sp - 1]!;
+          gas -= this.#warmSlot(f.key, slot) ? g.coldSload! : g.warmRead!;
+          if (gas < 0) throw OUT_OF_GAS;
+          stack[sp - 1] = await this.#load(f.key, slot);
+          break;
+        }
+        case 0x55: {
+          // SSTORE (EIP-2200 with EIP-2929's costs; refunds do not count in a call's gas used)
+          if (f.isStatic) throw STATIC_STATE_CHANGE;
+          if (sp < 2) throw STACK_UNDERFLOW;
+          if (gas <= g.sentry!) throw OUT_OF_GAS;
+          const slot = stack[sp - 1]!;
+          const value = stack[sp - 2]!;
+          const current = await this.#load(f.key, slot);
+          const original = await this.#originalValue(f.key, slot);
+          let cost: number;
+          if (current === value) cost = g.sstoreNoop!;
+          else if (original === current) cost = original === 0n ? g.sstoreInit! : g.sstoreClean!;
+          else cost = g.sstoreDirty!;
+          if (this.#warmSlot(f.key, slot)) cost += g.coldSload!;
+          gas -= cost;
+          if (gas < 0) throw OUT_OF_GAS;
+          this.#store(f.key, slot, value);
+          stack.length = sp - 2;
+          break;
+        }
+        case 0x56: {
+          if (sp < 1) throw STACK_UNDERFLOW;
+          const dest = stack.pop()!;
+          if (dest >= BigInt(length) || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
+          pc = Number(dest);
+          break;
+        }
+        case 0x57: {
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const dest = stack.pop()!;
+          const cond = stack.pop()!;
+          if (cond !== 0n) {
+            if (dest >= BigInt(length) || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
+            pc = Number(dest);
+          }
+          break;
+        }
+        case 0x58:
+          stack.push(BigInt(pc - 1));
+          break;
+        case 0x59:
+          stack.push(BigInt(mem.words * 32));
+          break;
+        case 0x5a:
+          stack.push(BigInt(gas));
+          break;
+        case 0x5b:
+          break;
+        case 0x5c: {
+          // TLOAD
+          if (sp < 1) throw STACK_UNDERFLOW;
+          stack[sp - 1] = this.#transient.get(f.key)?.get(stack[sp - 1]!) ?? 0n;
+          break;
+        }
+        case 0x5d: {
+          // TSTORE
+          if (f.isStatic) throw STATIC_STATE_CHANGE;
+          if (sp < 2) throw STACK_UNDERFLOW;
+          this.#tstore(f.key, stack[sp - 1]!, stack[sp - 2]!);
+          stack.length = sp - 2;
+          break;
+        }
+        case 0x5e: {
+          // MCOPY
+          if (sp < 3) throw STACK_UNDERFLOW;
+          const dst = stack[sp - 1]!;
+          const src = stack[sp - 2]!;
+          const n = small(stack[sp - 3]!);
+          const s = n === 0 ? 0 : small(src);
+          const d = n === 0 ? 0 : small(dst);
+          gas -= 3 * words(n);
+          gas -= mem.expand(s, n, memGas, quadDiv);
+          gas -= mem.expand(d, n, memGas, quadDiv);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          if (n > 0) mem.buf.copyWithin(d, s, s + n);
+          stack.length = sp - 3;
+          break;
+        }
+        case 0x5f:
+          stack.push(0n);
+          break;
+        case 0x60:
+          stack.push(SMALL[code[pc] ?? 0]!);
+          pc++;
+          break;
+        case 0x61:
+          stack.push(BigInt(((code[pc] ?? 0) << 8) | (code[pc + 1] ?? 0)));
+          pc += 2;
+          break;
+        case 0xa0:
+        case 0xa1:
+        case 0xa2:
+        case 0xa3:
+        case 0xa4: {
+          // LOG0…LOG4: charged; a call's logs go nowhere
+          if (f.isStatic) throw STATIC_STATE_CHANGE;
+          const topics = op - 0xa0;
+          if (sp < 2 + topics) throw STACK_UNDERFLOW;
+          const n = small(stack[sp - 2]!);
+          const o = n === 0 ? 0 : small(stack[sp - 1]!);
+          gas -= mem.expand(o, n, memGas, quadDiv) + g.logTopic! * topics + g.logData! * n;
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          stack.length = sp - 2 - topics;
+          break;
+        }
+        case 0xf0:
+        case 0xf5:
+          throw new Unsupported("creation");
+        case 0xf1:
+        case 0xf2:
+        case 0xf4:
+        case 0xfa: {
+          const hasValue = op === 0xf1 || op === 0xf2;
+          const pops = hasValue ? 7 : 6;
+          if (sp < pops) throw STACK_UNDERFLOW;
+          const requested = stack[sp - 1]!;
+          const target = stack[sp - 2]! & ADDRESS_MASK;
+          const key = addressKey(target);
+          const value = hasValue ? stack[sp - 3]! : 0n;
+          const at = sp - pops;
+          const inSize = small(stack[at + 2]!);
+          const inOffset = inSize === 0 ? 0 : small(stack[at + 3]!);
+          const outSize = small(stack[at]!);
+          const outOffset = outSize === 0 ? 0 : small(stack[at + 1]!);
+          if (op === 0xf1 && f.isStatic && value !== 0n) throw STATIC_STATE_CHANGE;
+          if (value !== 0n) throw new Unsupported("value");
+          gas -= mem.expand(inOffset, inSize, memGas, quadDiv);
+          gas -= mem.expand(outOffset, outSize, memGas, quadDiv);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          if (this.#rules.precompiles.has(key)) throw new Unsupported("precompile");
+          gas -= this.#touch(key);
+          if (gas < 0) throw OUT_OF_GAS;
+          // All but a 64th of what is left, at most what was asked (EIP-150).
+          const allowed = gas - Math.floor(gas / 64);
+          const given = requested < BigInt(allowed) ? Number(requested) : allowed;
+          stack.length = at;
+          returnData = EMPTY;
+          let success = true;
+          if (f.depth + 1 <= CALL_DEPTH_LIMIT) {
+            const callee = await this.#codeOf(key);
+            if (callee.length > 0) {
+              gas -= given;
+              const end = await this.#frame({
+                address: op === 0xf1 || op === 0xfa ? target : f.address,
+                key: op === 0xf1 || op === 0xfa ? key : f.key,
+                caller: op === 0xf4 ? f.caller : f.address,
+                value: op === 0xf4 ? f.value : 0n,
+                data: inSize === 0 ? EMPTY : mem.buf.slice(inOffset, inOffset + inSize),
+                code: callee,
+                gas: given,
+                isStatic: f.isStatic || op === 0xfa,
+                depth: f.depth + 1,
+              });
+              gas += end.gasLeft;
+              success = end.success;
+              returnData = end.output; // empty when it halted
+            }
+          } else success = false;
+          if (returnData.length > 0 && outSize > 0)
+            mem.buf.set(returnData.subarray(0, Math.min(outSize, returnData.length)), outOffset);
+          stack.push(success ? 1n : 0n);
+          break;
+        }
+        case 0xf3:
+        case 0xfd: {
+          // RETURN, REVERT
+          if (sp < 2) throw STACK_UNDERFLOW;
+          const n = small(stack[sp - 2]!);
+          const o = n === 0 ? 0 : small(stack[sp - 1]!);
+          gas -= mem.expand(o, n, memGas, quadDiv);
+          if (!(gas >= 0)) throw OUT_OF_GAS;
+          const output = n === 0 ? EMPTY : mem.buf.slice(o, o + n);
+          return { success: op === 0xf3, gasLeft: gas, output };
+        }
+        case 0xfe:
+          throw INVALID_OPCODE;
+        case 0xff:
+          throw new Unsupported("SELFDESTRUCT");
+        default:
+          if (op >= 0x62 && op <= 0x7f) {
+            stack.push(pushes[pc - 1]!);
+            pc += op - 0x5f;
+          } else if (op >= 0x80 && op <= 0x8f) {
+            const n = op - 0x7f;
+            if (sp < n) throw STACK_UNDERFLOW;
+            stack.push(stack[sp - n]!);
+          } else if (op >= 0x90 && op <= 0x9f) {
+            const n = op - 0x8f;
+            if (sp <= n) throw STACK_UNDERFLOW;
+            const top = stack[sp - 1]!;
+            stack[sp - 1] = stack[sp - 1 - n]!;
+            stack[sp - 1 - n] = top;
+          } else throw new Unsupported(`opcode 0x${op.toString(16)}`);
+      }
+      if (stack.length > STACK_LIMIT) throw STACK_OVERFLOW;
+    }
+    return { success: true, gasLeft: gas, output: EMPTY };
+  }
+
+  /** Code read by `EXTCODE*`: EOF code is left to the library, which reads it its own way. */
+  async #extCode(key: string): Promise<Uint8Array> {
+    const code = await this.#codeOf(key);
+    if (code[0] === 0xef && code[1] === 0x00) throw new Unsupported("EOF code");
+    return code;
+  }
+}
+
+/** The output of a frame that halted exceptionally (its return data is empty). */
+const HALTED = new Uint8Array(0);
+
+/** Keccak-256 of no bytes: the code hash of an account without code. */
+const KECCAK_EMPTY = keccak256(new Uint8Array(0));

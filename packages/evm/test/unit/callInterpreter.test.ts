@@ -1,0 +1,340 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Database, NodeStore, WorldState } from "@nodex/state";
+import {
+  type Address,
+  bytesToHex,
+  contractAddress,
+  deriveDevAccounts,
+  hexToBytes,
+  NETWORKS,
+  signTransaction,
+  type UnsignedTransaction,
+} from "@nodex/types";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { CallInterpreter } from "../../src/callInterpreter.js";
+import { type BlockContext, type CallRequest, Executor } from "../../src/index.js";
+import { deployCode } from "./bytecode.js";
+import { program, random } from "./programs.js";
+
+const [alice] = deriveDevAccounts();
+const BLOCK: BlockContext = {
+  number: 7n,
+  timestamp: 1_700_000_000n,
+  coinbase: hexToBytes("0x00000000000000000000000000000000000000cb") as Address,
+  gasLimit: 30_000_000n,
+  difficulty: 1234n,
+  minimumGasPrice: 1n,
+};
+const DEAD = hexToBytes("0x000000000000000000000000000000000000dead") as Address;
+const ZERO = new Uint8Array(20) as Address;
+
+function tx(fields: Partial<UnsignedTransaction>, nonce: bigint) {
+  return signTransaction(
+    {
+      nonce,
+      gasPrice: 1n,
+      gasLimit: 1_000_000n,
+      to: null,
+      value: 0n,
+      data: new Uint8Array(),
+      ...fields,
+    },
+    alice!.privateKey,
+    33,
+  );
+}
+
+function push(out: number[], value: bigint): void {
+  if (value === 0n) {
+    out.push(0x5f);
+    return;
+  }
+  const hex = value.toString(16);
+  const bytes = hexToBytes(`0x${hex.length % 2 === 0 ? hex : `0${hex}`}`);
+  out.push(0x5f + bytes.length, ...bytes);
+}
+
+let dir: string;
+let db: Database;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "nodex-calls-"));
+  db = await Database.open(join(dir, "db"));
+});
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * A funded state, transactions to set it up, and `compare`: a call run by the executor (the
+ * interpreter of calls first) and by one that runs every call on the library, which must agree
+ * on status, return data, gas used, error and revert reason. It counts the calls the
+ * interpreter answered itself, so that a test can check it was not the library every time.
+ */
+async function setup() {
+  const executor = new Executor(NETWORKS.regtest);
+  const library = new Executor(NETWORKS.regtest, { libraryCalls: true });
+  const state = await WorldState.open(new NodeStore(db));
+  await state.setBalance(alice!.address, 10n ** 24n);
+  await state.commit();
+  let nonce = 0n;
+  let gasUsed = 0n;
+  const send = async (fields: Partial<UnsignedTransaction>) => {
+    const out = await executor.executeTransaction(state, tx(fields, nonce++), BLOCK, gasUsed);
+    gasUsed = out.cumulativeGasUsed;
+    if (gasUsed > 20_000_000n) gasUsed = 0n;
+    return out;
+  };
+  const deploy = async (runtime: Uint8Array): Promise<Address> => {
+    const at = contractAddress(alice!.address, nonce);
+    const out = await send({ data: deployCode(runtime) });
+    expect(out.status).toBe(1);
+    return at;
+  };
+  const answered = vi.spyOn(CallInterpreter.prototype, "call");
+  const counts = { fast: 0, library: 0, fastSuccess: 0, fastRevert: 0 };
+  const compare = async (req: CallRequest, what: string) => {
+    const before = answered.mock.results.length;
+    const a = await executor.call(state, req, BLOCK);
+    const b = await library.call(state, req, BLOCK);
+    expect(
+      {
+        success: a.success,
+        returnValue: bytesToHex(a.returnValue),
+        gasUsed: a.gasUsed,
+        error: a.error,
+        revertReason: a.revertReason,
+      },
+      what,
+    ).toEqual({
+      success: b.success,
+      returnValue: bytesToHex(b.returnValue),
+      gasUsed: b.gasUsed,
+      error: b.error,
+      revertReason: b.revertReason,
+    });
+    const result = answered.mock.results[before];
+    const fast = result !== undefined && (await result.value) !== undefined;
+    if (fast) {
+      counts.fast++;
+      if (a.success) counts.fastSuccess++;
+      else counts.fastRevert++;
+    } else counts.library++;
+    return { outcome: a, fast };
+  };
+  return { state, send, deploy, compare, counts };
+}
+
+describe("the interpreter of calls", () => {
+  it("gives the library's results on random programs: status, return data, gas, errors", async () => {
+    const { state, send, deploy, compare, counts } = await setup();
+    const next = random(20261125);
+    const programs: Address[] = [];
+    for (let i = 0; i < 120; i++) {
+      const at = await deploy(program(next));
+      // Half of them have run once, so that their storage has values before the calls.
+      if (i % 2 === 0)
+        await send({ to: at, data: Uint8Array.of(next() & 0xff), gasLimit: 300_000n });
+      programs.push(at);
+    }
+    await state.commit();
+    const senders = [alice!.address, ZERO, DEAD];
+    for (const [i, to] of programs.entries()) {
+      for (let k = 0; k < 3; k++) {
+        const data = Uint8Array.from({ length: next() % 70 }, () => next() & 0xff);
+        const gas = k === 2 ? 21_000n + BigInt(next() % 40_000) : undefined;
+        await compare(
+          {
+            from: senders[next() % senders.length],
+            to,
+            data,
+            ...(gas === undefined ? {} : { gas }),
+            gasPrice: BigInt(next() % 3),
+          },
+          `program ${i} at ${bytesToHex(to)}, call ${k}`,
+        );
+      }
+    }
+    // The interpreter answered most of them itself, ending both ways.
+    expect(counts.fast).toBeGreaterThan(counts.library);
+    expect(counts.fastSuccess).toBeGreaterThan(50);
+    expect(counts.fastRevert).toBeGreaterThan(5);
+  }, 120_000);
+
+  it("gives the library's results on calls between contracts: all four kinds, gas, static writes, precompiles, value", async () => {
+    const { state, send, deploy, compare, counts } = await setup();
+    const next = random(77);
+    const contracts = Array.from({ length: 16 }, (_, i) =>
+      contractAddress(alice!.address, BigInt(i)),
+    );
+    const targets: Uint8Array[] = [
+      ...contracts,
+      alice!.address,
+      DEAD,
+      ...[4, 10].map((n) => hexToBytes(`0x${n.toString(16).padStart(40, "0")}`)),
+    ];
+    /** Calls of random kinds, keeping what they answered in storage and in the return data. */
+    const callingProgram = (): Uint8Array => {
+      const out: number[] = [];
+      // Memory: calldata's first word; storage slot 5 read, so that it counts as warm or cold.
+      out.push(0x60, 0, 0x35, 0x60, 0, 0x52, 0x60, 5, 0x54, 0x50);
+      // Transient storage: TSTORE(1, CALLER), read back by the callees that TLOAD it.
+      out.push(0x33, 0x60, 1, 0x5d, 0x60, 1, 0x5c, 0x60, 0x40, 0x52);
+      const calls = 1 + (next() % 3);
+      for (let c = 0; c < calls; c++) {
+        const kind = [0xf1, 0xf2, 0xf4, 0xfa][next() % 4]!;
+        const target = targets[next() % targets.length]!;
+        const gas = next() % 4 === 0 ? undefined : BigInt(next() % 60_000);
+        push(out, 32n); // retSize
+        push(out, BigInt(next() % 64)); // retOffset
+        push(out, BigInt(next() % 96)); // argsSize
+        push(out, 0n); // argsOffset
+        if (kind === 0xf1 || kind === 0xf2) push(out, next() % 25 === 0 ? 1n : 0n); // value
+        push(out, BigInt(bytesToHex(target)));
+        if (gas === undefined) out.push(0x5a);
+        else push(out, gas);
+        out.push(kind);
+        // SSTORE(slot c, success), SSTORE(slot 16 + c, RETURNDATASIZE)
+        push(out, BigInt(c));
+        out.push(0x55, 0x3d);
+        push(out, BigInt(16 + c));
+        out.push(0x55);
+        // RETURNDATACOPY of the whole return data to memory 64
+        out.push(0x3d, 0x5f, 0x60, 64, 0x3e);
+      }
+      // SSTORE(32, CALLVALUE), SSTORE(33, CALLER), LOG1 of memory with ADDRESS as topic
+      out.push(0x34, 0x60, 32, 0x55, 0x33, 0x60, 33, 0x55, 0x30, 0x60, 32, 0x60, 0, 0xa1);
+      // EXTCODEHASH and BALANCE of CALLER and of ORIGIN, SELFBALANCE, into memory
+      out.push(0x33, 0x3f, 0x60, 0x80, 0x52, 0x32, 0x3f, 0x60, 0xa0, 0x52, 0x32, 0x31, 0x60, 0xc0);
+      out.push(0x52, 0x47, 0x60, 0xe0, 0x52);
+      const end = next() % 10;
+      if (end < 2) out.push(0x60, 0x40, 0x60, 0, 0xfd);
+      else if (end === 2) out.push(0xfe);
+      else out.push(0x61, 0x01, 0x00, 0x60, 0, 0xf3);
+      return Uint8Array.from(out);
+    };
+    for (const _ of contracts) await deploy(callingProgram());
+    await send({ to: contracts[0], gasLimit: 2_000_000n });
+    await send({ to: contracts[3], gasLimit: 2_000_000n });
+    await state.commit();
+    for (let i = 0; i < 300; i++) {
+      const to = contracts[next() % contracts.length]!;
+      const data = Uint8Array.from({ length: next() % 40 }, () => next() & 0xff);
+      const gas = next() % 3 === 0 ? BigInt(30_000 + (next() % 300_000)) : undefined;
+      await compare(
+        {
+          from: next() % 2 === 0 ? alice!.address : ZERO,
+          to,
+          data,
+          ...(gas === undefined ? {} : { gas }),
+        },
+        `call ${i} to ${bytesToHex(to)}`,
+      );
+    }
+    expect(counts.fastSuccess).toBeGreaterThan(20);
+    expect(counts.fastRevert).toBeGreaterThan(5);
+    // Value and precompiles inside: the library's.
+    expect(counts.library).toBeGreaterThan(20);
+  }, 120_000);
+
+  it("answers an ERC-20's reads and simulated transfers itself, as the library does", async () => {
+    const { state, send, compare, counts } = await setup();
+    const token = JSON.parse(
+      readFileSync(new URL("../bench/token.json", import.meta.url), "utf8"),
+    ) as { bytecode: string };
+    const word = (n: bigint) => n.toString(16).padStart(64, "0");
+    const at = contractAddress(alice!.address, 0n);
+    await send({ data: hexToBytes(`${token.bytecode}${word(10n ** 24n)}`), gasLimit: 3_000_000n });
+    const holders = Array.from({ length: 20 }, (_, i) => BigInt(0x1000 + i));
+    for (const [i, h] of holders.entries())
+      await send({ to: at, data: hexToBytes(`0xa9059cbb${word(h)}${word(BigInt(i + 1))}`) });
+    await state.commit();
+    const calls: [string, Address][] = [];
+    for (const h of holders) calls.push([`0x70a08231${word(h)}`, alice!.address]); // balanceOf
+    calls.push(["0x18160ddd", alice!.address]); // totalSupply
+    for (const [i, h] of holders.entries()) {
+      const from = hexToBytes(`0x${h.toString(16).padStart(40, "0")}`) as Address;
+      // transfer within the balance, all of it, and beyond it (a revert with a reason)
+      for (const amount of [1n, BigInt(i + 1), BigInt(i + 2)])
+        calls.push([`0xa9059cbb${word(holders[(i + 1) % holders.length]!)}${word(amount)}`, from]);
+    }
+    let reverts = 0;
+    for (const [data, from] of calls) {
+      const { outcome, fast } = await compare({ from, to: at, data: hexToBytes(data) }, data);
+      expect(fast, data).toBe(true);
+      if (!outcome.success) {
+        reverts++;
+        expect(outcome.error).toBe("revert");
+        expect(outcome.revertReason).toBeTruthy();
+      }
+    }
+    expect(reverts).toBe(holders.length);
+    expect(counts.library).toBe(0);
+  }, 60_000);
+
+  it("undoes what a failed frame wrote and warmed: storage, transient storage, slots", async () => {
+    const { state, deploy, compare } = await setup();
+    // SSTORE(7, 0x2a), TSTORE(7, 0x2b), SLOAD(8), then REVERT
+    const writer = await deploy(hexToBytes("0x602a600755602b60075d600854505f5ffd"));
+    const caller: number[] = [0x5f, 0x5f, 0x5f, 0x5f];
+    push(caller, BigInt(bytesToHex(writer)));
+    caller.push(0x5a, 0xf4, 0x50); // DELEGATECALL(GAS, writer, 0, 0, 0, 0), POP
+    caller.push(0x60, 7, 0x54, 0x5f, 0x52); // SLOAD(7) to memory 0
+    caller.push(0x60, 7, 0x5c, 0x60, 32, 0x52); // TLOAD(7) to memory 32
+    // the gas of GAS, PUSH1, SLOAD(8), POP: 2,107 when slot 8 is cold again
+    caller.push(0x5a, 0x60, 8, 0x54, 0x50, 0x5a, 0x90, 0x03, 0x60, 64, 0x52);
+    caller.push(0x60, 96, 0x5f, 0xf3);
+    const at = await deploy(Uint8Array.from(caller));
+    await state.commit();
+    const { outcome, fast } = await compare({ to: at }, "undo");
+    expect(fast).toBe(true);
+    const words = bytesToHex(outcome.returnValue)
+      .slice(2)
+      .match(/.{64}/g)!
+      .map((w) => BigInt(`0x${w}`));
+    expect(words).toEqual([0n, 0n, 2107n]);
+  });
+
+  it("runs deep recursion without running out of stack", async () => {
+    const { state, deploy, compare } = await setup();
+    // STATICCALL(GAS, ADDRESS, 0, 0, 0, 0) of itself, then the depth it reached: nothing to
+    // return but success. With 2³² gas the recursion goes some 800 frames deep.
+    const at = await deploy(Uint8Array.from([0x5f, 0x5f, 0x5f, 0x5f, 0x30, 0x5a, 0xfa, 0x00]));
+    await state.commit();
+    const { fast } = await compare({ to: at, gas: 2n ** 32n }, "recursion");
+    expect(fast).toBe(true);
+  }, 60_000);
+
+  it("leaves to the library what it does not run: creations, value, exceptional halts", async () => {
+    const { state, deploy, compare } = await setup();
+    const reverts = await deploy(Uint8Array.from([0x60, 0, 0x60, 0, 0xfd]));
+    const invalid = await deploy(Uint8Array.from([0xfe]));
+    const blockhash = await deploy(
+      Uint8Array.from([0x60, 1, 0x40, 0x5f, 0x52, 0x60, 32, 0x5f, 0xf3]),
+    );
+    await state.commit();
+    const cases: [CallRequest, boolean][] = [
+      [{ to: reverts }, true],
+      [{ to: DEAD }, true],
+      [{ to: invalid }, false],
+      [{ to: blockhash }, false],
+      [{ to: reverts, value: 1n, from: alice!.address }, false],
+      [{ to: null, data: deployCode(Uint8Array.of(0)) }, false],
+      [
+        {
+          to: hexToBytes("0x0000000000000000000000000000000000000002") as Address,
+          data: Uint8Array.of(1),
+        },
+        false,
+      ],
+      [{ to: reverts, gas: 2n ** 40n }, false],
+    ];
+    for (const [i, [req, byInterpreter]] of cases.entries()) {
+      const { fast } = await compare(req, `case ${i}`);
+      expect(fast, `case ${i}`).toBe(byInterpreter);
+    }
+  }, 60_000);
+});
