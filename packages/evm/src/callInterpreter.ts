@@ -569,6 +569,7 @@ class CallRun {
     const env = this.#env;
     const code = f.code;
     const length = code.length;
+    const lengthWord = BigInt(length);
     const { jumps, pushes } = analyse(code);
     const stack: bigint[] = [];
     const memGas = g.memory!;
@@ -922,8 +923,8 @@ class CallRun {
           const o = small(stack[sp - 1]!);
           gas -= mem.expand(o, 32, memGas, quadDiv);
           if (!(gas >= 0)) throw OUT_OF_GAS;
-          writeWord(mem.buf, o, stack[sp - 2]!);
-          stack.length = sp - 2;
+          stack.pop();
+          writeWord(mem.buf, o, stack.pop()!);
           break;
         }
         case 0x53: {
@@ -932,8 +933,8 @@ class CallRun {
           const o = small(stack[sp - 1]!);
           gas -= mem.expand(o, 1, memGas, quadDiv);
           if (!(gas >= 0)) throw OUT_OF_GAS;
-          mem.buf[o] = Number(stack[sp - 2]! & 0xffn);
-          stack.length = sp - 2;
+          stack.pop();
+          mem.buf[o] = Number(stack.pop()! & 0xffn);
           break;
         }
         case 0x54: {
@@ -962,13 +963,14 @@ class CallRun {
           gas -= cost;
           if (gas < 0) throw OUT_OF_GAS;
           this.#store(f.key, slot, value);
-          stack.length = sp - 2;
+          stack.pop();
+          stack.pop();
           break;
         }
         case 0x56: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const dest = stack.pop()!;
-          if (dest >= BigInt(length) || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
+          if (dest >= lengthWord || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
           pc = Number(dest);
           break;
         }
@@ -977,7 +979,7 @@ class CallRun {
           const dest = stack.pop()!;
           const cond = stack.pop()!;
           if (cond !== 0n) {
-            if (dest >= BigInt(length) || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
+            if (dest >= lengthWord || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
             pc = Number(dest);
           }
           break;
