@@ -310,7 +310,8 @@ export class ChainReader {
   async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint> {
     const { state, ctx } = await this.#callTarget(selector);
     const cap = req.gas ?? ctx.gasLimit;
-    const run = (gas: bigint) => this.#executor.call(state, { ...req, gas }, ctx);
+    // Probes: only success and gas used count, so a halt needs no second run on the library.
+    const run = (gas: bigint) => this.#executor.call(state, { ...req, gas }, ctx, { probe: true });
     const first = await run(cap);
     if (!first.success) return cap;
     let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;

@@ -19,7 +19,7 @@ import type { CodeByHash } from "./callState.js";
  * - value: a call with value, or `CALL`/`CALLCODE` with value inside it;
  * - calls to precompiles; code that starts with the EOF magic, read by `EXTCODE*`;
  * - a call that ends in an exceptional halt (out of gas, invalid opcode, …): the library gives
- *   the error its own words, and `eth_estimateGas` probes that way;
+ *   the error its own words (unless the caller asks for no more than the failure: `halts`);
  * - opcodes of the rules this file does not know (an upgrade adds them to the library's table
  *   first, so they are noticed rather than misrun).
  *
@@ -122,6 +122,8 @@ export interface CallEnvironment {
 
 export interface CallResult {
   readonly success: boolean;
+  /** It ended in an exceptional halt (only with `halts`): all its gas is used. */
+  readonly halted: boolean;
   /** The return data, or the revert data. */
   readonly output: Uint8Array;
   /** Execution gas used (without the intrinsic gas). */
@@ -346,13 +348,27 @@ export class CallInterpreter {
     };
   }
 
-  /** The call's result, or `undefined` when the library must run it (see the file's comment). */
-  async call(base: StateManagerInterface, env: CallEnvironment): Promise<CallResult | undefined> {
+  /**
+   * The call's result, or `undefined` when the library must run it (see the file's comment).
+   * With `halts`, a call that ends in an exceptional halt is answered too, as a failure that
+   * used all its gas (for callers that need no more than that, as `eth_estimateGas`'s probes).
+   */
+  async call(
+    base: StateManagerInterface,
+    env: CallEnvironment,
+    halts = false,
+  ): Promise<CallResult | undefined> {
     if (!(env.gas >= 0 && env.gas <= MAX_CALL_GAS)) return undefined;
     const run = new CallRun(base, this.#code, this.#rules, this.#g, env);
     try {
       const end = await run.top();
-      return { success: end.success, output: end.output, gasUsed: env.gas - end.gasLeft };
+      if (end.output === HALTED && !halts) return undefined;
+      return {
+        success: end.success,
+        halted: end.output === HALTED,
+        output: end.output,
+        gasUsed: env.gas - end.gasLeft,
+      };
     } catch (error) {
       if (error instanceof Unsupported) return undefined;
       // Out of JavaScript stack in a deep recursion of frames: the library's run decides.
@@ -424,7 +440,6 @@ class CallRun {
       isStatic: false,
       depth: 0,
     });
-    if (!end.success && end.gasLeft === 0 && end.output === HALTED) throw new Unsupported("halt");
     return end;
   }
 

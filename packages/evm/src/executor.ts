@@ -88,6 +88,14 @@ export interface CallRequest {
   readonly data?: Uint8Array;
 }
 
+export interface CallOptions {
+  /**
+   * Only success and gas used matter (`eth_estimateGas`'s probes): an exceptional halt may be
+   * reported with the error `halted`, not in the EVM's words, and without the library's run.
+   */
+  readonly probe?: boolean;
+}
+
 export interface CallOutcome {
   readonly success: boolean;
   readonly returnValue: Uint8Array;
@@ -365,7 +373,12 @@ export class Executor {
    * which is only read, so `state`'s caches stay warm for the next call. Calls may run
    * concurrently on one state, each on a context of its own.
    */
-  async call(state: WorldState, req: CallRequest, block: BlockContext): Promise<CallOutcome> {
+  async call(
+    state: WorldState,
+    req: CallRequest,
+    block: BlockContext,
+    opts: CallOptions = {},
+  ): Promise<CallOutcome> {
     const fromBytes = req.from ?? (new Uint8Array(20) as Address);
     const data = req.data ?? new Uint8Array();
     const intrinsic = intrinsicGas({ to: req.to, data });
@@ -384,26 +397,31 @@ export class Executor {
       this.#interpreter ??= this.#evmFor(state).then(
         (evm) => new CallInterpreter(callRules(evm), this.#code),
       );
-      const result = await (await this.#interpreter).call(state.manager, {
-        from: fromBytes,
-        to: req.to,
-        data,
-        gas: Number(gas - intrinsic),
-        gasPrice: req.gasPrice ?? 0n,
-        coinbase: block.coinbase,
-        number: block.number,
-        timestamp: block.timestamp,
-        gasLimit: block.gasLimit,
-        difficulty: block.difficulty,
-      });
+      const result = await (await this.#interpreter).call(
+        state.manager,
+        {
+          from: fromBytes,
+          to: req.to,
+          data,
+          gas: Number(gas - intrinsic),
+          gasPrice: req.gasPrice ?? 0n,
+          coinbase: block.coinbase,
+          number: block.number,
+          timestamp: block.timestamp,
+          gasLimit: block.gasLimit,
+          difficulty: block.difficulty,
+        },
+        opts.probe === true,
+      );
       // undefined: a call the interpreter leaves to the library, which runs it from the start
       if (result !== undefined) {
         return {
           success: result.success,
           returnValue: result.output,
           gasUsed: intrinsic + BigInt(result.gasUsed),
-          error: result.success ? undefined : "revert",
-          revertReason: result.success ? undefined : decodeRevertReason(result.output),
+          error: result.success ? undefined : result.halted ? "halted" : "revert",
+          revertReason:
+            result.success || result.halted ? undefined : decodeRevertReason(result.output),
         };
       }
     }

@@ -20,6 +20,7 @@ export {
 export { ExecutionError, ExecutionErrorCode } from "./errors.js";
 export {
   type BlockContext,
+  type CallOptions,
   type CallOutcome,
   type CallRequest,
   EVM_HARDFORK,

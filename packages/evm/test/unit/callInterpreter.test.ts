@@ -95,7 +95,7 @@ async function setup() {
     return at;
   };
   const answered = vi.spyOn(CallInterpreter.prototype, "call");
-  const counts = { fast: 0, library: 0, fastSuccess: 0, fastRevert: 0 };
+  const counts = { fast: 0, library: 0, fastSuccess: 0, fastRevert: 0, probeHalts: 0 };
   const compare = async (req: CallRequest, what: string) => {
     const before = answered.mock.results.length;
     const a = await executor.call(state, req, BLOCK);
@@ -118,6 +118,13 @@ async function setup() {
     });
     const result = answered.mock.results[before];
     const fast = result !== undefined && (await result.value) !== undefined;
+    // As eth_estimateGas probes: the same success and gas, halts answered without the library.
+    const probe = await executor.call(state, req, BLOCK, { probe: true });
+    expect({ success: probe.success, gasUsed: probe.gasUsed }, `${what} (probe)`).toEqual({
+      success: b.success,
+      gasUsed: b.gasUsed,
+    });
+    if (probe.error === "halted") counts.probeHalts++;
     if (fast) {
       counts.fast++;
       if (a.success) counts.fastSuccess++;
@@ -162,6 +169,7 @@ describe("the interpreter of calls", () => {
     expect(counts.fast).toBeGreaterThan(counts.library);
     expect(counts.fastSuccess).toBeGreaterThan(50);
     expect(counts.fastRevert).toBeGreaterThan(5);
+    expect(counts.probeHalts).toBeGreaterThan(20);
   }, 120_000);
 
   it("gives the library's results on calls between contracts: all four kinds, gas, static writes, precompiles, value", async () => {
