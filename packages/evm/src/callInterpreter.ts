@@ -137,14 +137,8 @@ interface FrameEnd {
   readonly output: Uint8Array;
 }
 
-/** An account as calls read it. */
-interface AccountView {
-  readonly balance: bigint;
-  /** Keccak of the code, undefined for an account without code. */
-  readonly codeHash: Uint8Array;
-  readonly empty: boolean;
-  readonly hasCode: boolean;
-}
+/** An account as a call sees it. */
+type AccountView = BaseAccount;
 
 interface Frame {
   readonly address: bigint;
@@ -316,6 +310,44 @@ function copyPadded(
   if (available < size) target.fill(0, to + Math.max(available, 0), to + size);
 }
 
+/** An account as the state holds it (a call's sender is seen with one more nonce: `#account`). */
+interface BaseAccount {
+  readonly balance: bigint;
+  readonly codeHash: Uint8Array;
+  /** The code hash as the key of `CodeByHash`. */
+  readonly codeKey: string;
+  readonly empty: boolean;
+  readonly hasCode: boolean;
+}
+
+/** Entries (accounts and slots) `StateReads` keeps of one state before it starts over. */
+const READS_LIMIT = 8_192;
+
+/**
+ * What calls read of one state (accounts, storage values), kept from one call to the next while
+ * the state's change count (`WorldState.changes`) stays the same, up to `READS_LIMIT` entries:
+ * the state manager's own caches answer in 1–3 µs a read (hex keys, an ordered map, RLP
+ * decoded again each time), these in a map lookup. A call takes the maps as they are when it
+ * starts: a change starts new ones, and reads that were under way go to the old ones.
+ */
+export class StateReads {
+  #changes = Number.NaN;
+  accounts = new Map<string, BaseAccount | null>();
+  storage = new Map<string, Map<bigint, bigint>>();
+  size = 0;
+
+  /** These reads, for a call on the state at change count `changes`. */
+  at(changes: number): this {
+    if (changes !== this.#changes || this.size > READS_LIMIT) {
+      this.#changes = changes;
+      this.accounts = new Map();
+      this.storage = new Map();
+      this.size = 0;
+    }
+    return this;
+  }
+}
+
 /**
  * Runs calls on a world state's `StateManagerInterface` (only read). One interpreter serves any
  * number of calls at once: each call's changes live in its own `CallRun`.
@@ -357,9 +389,10 @@ export class CallInterpreter {
     base: StateManagerInterface,
     env: CallEnvironment,
     halts = false,
+    reads: StateReads = new StateReads().at(0),
   ): Promise<CallResult | undefined> {
     if (!(env.gas >= 0 && env.gas <= MAX_CALL_GAS)) return undefined;
-    const run = new CallRun(base, this.#code, this.#rules, this.#g, env);
+    const run = new CallRun(base, this.#code, this.#rules, this.#g, env, reads);
     try {
       const end = await run.top();
       if (end.output === HALTED && !halts) return undefined;
@@ -393,11 +426,15 @@ class CallRun {
   readonly #originKey: string;
   readonly #warmAddresses = new Set<string>();
   readonly #warmSlots = new Map<string, Set<bigint>>();
-  /** Values read from the base state (the slots' values before the call). */
-  readonly #original = new Map<string, Map<bigint, bigint>>();
+  readonly #reads: StateReads;
+  /** Values read from the base state (the slots' values before the call), shared. */
+  readonly #original: Map<string, Map<bigint, bigint>>;
+  /** Accounts read from the base state, shared. */
+  readonly #accounts: Map<string, BaseAccount | null>;
+  /** The sender as this call sees it (one more nonce). */
+  #originView: AccountView | null | undefined;
   readonly #written = new Map<string, Map<bigint, bigint>>();
   readonly #transient = new Map<string, Map<bigint, bigint>>();
-  readonly #accounts = new Map<string, AccountView | null>();
   /** Undo actions of writes and warm-ups, undone back to a frame's mark when it fails. */
   readonly #undo: (() => void)[] = [];
 
@@ -407,8 +444,12 @@ class CallRun {
     rules: CallRules,
     g: Record<string, number>,
     env: CallEnvironment,
+    reads: StateReads,
   ) {
     this.#base = base;
+    this.#reads = reads;
+    this.#original = reads.storage;
+    this.#accounts = reads.accounts;
     this.#codes = codes;
     this.#rules = rules;
     this.#g = g;
@@ -456,33 +497,51 @@ class CallRun {
   }
 
   async #account(key: string): Promise<AccountView | null> {
+    if (key === this.#originKey) {
+      if (this.#originView === undefined) {
+        // The library's run of a call raises the sender's nonce first: the sender exists.
+        const account = await this.#baseAccount(key);
+        this.#originView =
+          account === null
+            ? {
+                balance: 0n,
+                codeHash: KECCAK_EMPTY,
+                codeKey: KECCAK_EMPTY_KEY,
+                empty: false,
+                hasCode: false,
+              }
+            : { ...account, empty: false };
+      }
+      return this.#originView;
+    }
+    return this.#baseAccount(key);
+  }
+
+  async #baseAccount(key: string): Promise<BaseAccount | null> {
     let view = this.#accounts.get(key);
     if (view !== undefined) return view;
     const account = await this.#base.getAccount(this.#address(key));
-    // The library's run of a call raises the sender's nonce first: the sender exists.
-    const bumped = key === this.#originKey;
     view =
       account === undefined
-        ? bumped
-          ? { balance: 0n, codeHash: KECCAK_EMPTY, empty: false, hasCode: false }
-          : null
+        ? null
         : {
             balance: account.balance,
             codeHash: account.codeHash,
-            empty: account.isEmpty() && !bumped,
+            codeKey: `0x${keyOf(account.codeHash)}`,
+            empty: account.isEmpty(),
             hasCode: account.isContract(),
           };
     this.#accounts.set(key, view);
+    this.#reads.size++;
     return view;
   }
 
   async #codeOf(key: string): Promise<Uint8Array> {
     const account = await this.#account(key);
     if (account === null || !account.hasCode) return EMPTY;
-    const hash = keyOf(account.codeHash);
     return (
-      this.#codes.get(`0x${hash}`) ??
-      this.#codes.set(`0x${hash}`, await this.#base.getCode(this.#address(key)))
+      this.#codes.get(account.codeKey) ??
+      this.#codes.set(account.codeKey, await this.#base.getCode(this.#address(key)))
     );
   }
 
@@ -497,6 +556,7 @@ class CallRun {
     if (value === undefined) {
       value = toBigInt(await this.#base.getStorage(this.#address(key), wordToBytes(slot)));
       slots.set(slot, value);
+      this.#reads.size++;
     }
     return value;
   }
@@ -1174,3 +1234,4 @@ const HALTED = new Uint8Array(0);
 
 /** Keccak-256 of no bytes: the code hash of an account without code. */
 const KECCAK_EMPTY = keccak256(new Uint8Array(0));
+const KECCAK_EMPTY_KEY = `0x${keyOf(KECCAK_EMPTY)}`;

@@ -17,7 +17,7 @@ import {
   type SignedTransaction,
 } from "@nodex/types";
 import { logsBloom } from "./bloom.js";
-import { CallInterpreter, type CallRules, MAX_CALL_GAS } from "./callInterpreter.js";
+import { CallInterpreter, type CallRules, MAX_CALL_GAS, StateReads } from "./callInterpreter.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
@@ -136,6 +136,8 @@ export class Executor {
   readonly #libraryCalls: boolean;
   /** The interpreter of calls (`callInterpreter.ts`), made with the first EVM's tables. */
   #interpreter: Promise<CallInterpreter> | undefined;
+  /** What calls read of each state, while it does not change (`StateReads`). */
+  readonly #reads = new WeakMap<WorldState, StateReads>();
 
   /**
    * `libraryOpcodes`: run `@ethereumjs/evm`'s own opcode and gas handlers, not the faster ones
@@ -397,6 +399,11 @@ export class Executor {
       this.#interpreter ??= this.#evmFor(state).then(
         (evm) => new CallInterpreter(callRules(evm), this.#code),
       );
+      let reads = this.#reads.get(state);
+      if (reads === undefined) {
+        reads = new StateReads();
+        this.#reads.set(state, reads);
+      }
       const result = await (await this.#interpreter).call(
         state.manager,
         {
@@ -412,6 +419,7 @@ export class Executor {
           difficulty: block.difficulty,
         },
         opts.probe === true,
+        reads.at(state.changes),
       );
       // undefined: a call the interpreter leaves to the library, which runs it from the start
       if (result !== undefined) {

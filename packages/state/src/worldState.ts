@@ -41,6 +41,77 @@ export interface StateProof {
 }
 
 /**
+ * A `MerkleStateManager` that counts the changes made through it, so that a reader that keeps
+ * values it read (the interpreter of calls, `@nodex/evm`) knows when they may have changed: a
+ * change counts when it starts and again when it ends, so a read made while it ran is never
+ * taken as of the count after it.
+ */
+class CountingStateManager extends MerkleStateManager {
+  changes = 0;
+
+  /** `change` started after a count (in each method below, before it): one more when it ends. */
+  async #counted<T>(change: Promise<T>): Promise<T> {
+    try {
+      return await change;
+    } finally {
+      this.changes++;
+    }
+  }
+
+  override putAccount(...args: Parameters<MerkleStateManager["putAccount"]>) {
+    this.changes++;
+    return this.#counted(super.putAccount(...args));
+  }
+
+  override deleteAccount(...args: Parameters<MerkleStateManager["deleteAccount"]>) {
+    this.changes++;
+    return this.#counted(super.deleteAccount(...args));
+  }
+
+  override modifyAccountFields(...args: Parameters<MerkleStateManager["modifyAccountFields"]>) {
+    this.changes++;
+    return this.#counted(super.modifyAccountFields(...args));
+  }
+
+  override putCode(...args: Parameters<MerkleStateManager["putCode"]>) {
+    this.changes++;
+    return this.#counted(super.putCode(...args));
+  }
+
+  override putStorage(...args: Parameters<MerkleStateManager["putStorage"]>) {
+    this.changes++;
+    return this.#counted(super.putStorage(...args));
+  }
+
+  override clearStorage(...args: Parameters<MerkleStateManager["clearStorage"]>) {
+    this.changes++;
+    return this.#counted(super.clearStorage(...args));
+  }
+
+  override revert(...args: Parameters<MerkleStateManager["revert"]>) {
+    this.changes++;
+    return this.#counted(super.revert(...args));
+  }
+
+  override setStateRoot(...args: Parameters<MerkleStateManager["setStateRoot"]>) {
+    this.changes++;
+    return this.#counted(super.setStateRoot(...args));
+  }
+
+  override generateCanonicalGenesis(
+    ...args: Parameters<MerkleStateManager["generateCanonicalGenesis"]>
+  ) {
+    this.changes++;
+    return this.#counted(super.generateCanonicalGenesis(...args));
+  }
+
+  override consumeBAL(...args: Parameters<MerkleStateManager["consumeBAL"]>) {
+    this.changes++;
+    return this.#counted(super.consumeBAL(...args));
+  }
+}
+
+/**
  * The world state at one state root: accounts, storage and code on the Ethereum Merkle
  * Patricia trie, read from and written to a `NodeStore`. `manager` is the state interface
  * the EVM runs on.
@@ -50,6 +121,14 @@ export class WorldState {
 
   private constructor(manager: MerkleStateManager) {
     this.manager = manager;
+  }
+
+  /**
+   * A count of the changes made to this state (through `manager` or this class): the same
+   * count means the same answers to every read.
+   */
+  get changes(): number {
+    return (this.manager as CountingStateManager).changes;
   }
 
   /**
@@ -82,7 +161,7 @@ export class WorldState {
       trie.root(root);
     }
     return new WorldState(
-      new MerkleStateManager({ trie, caches: new Caches(), common: STATE_COMMON }),
+      new CountingStateManager({ trie, caches: new Caches(), common: STATE_COMMON }),
     );
   }
 

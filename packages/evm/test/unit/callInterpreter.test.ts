@@ -283,6 +283,38 @@ describe("the interpreter of calls", () => {
     expect(counts.library).toBe(0);
   }, 60_000);
 
+  it("sees the changes made to a state between its calls (what it read is read again)", async () => {
+    const { state, send, compare } = await setup();
+    const token = JSON.parse(
+      readFileSync(new URL("../bench/token.json", import.meta.url), "utf8"),
+    ) as { bytecode: string };
+    const word = (n: bigint) => n.toString(16).padStart(64, "0");
+    const at = contractAddress(alice!.address, 0n);
+    await send({ data: hexToBytes(`${token.bytecode}${word(10n ** 24n)}`), gasLimit: 3_000_000n });
+    const holder = 0xbeefn;
+    const balanceOf = { to: at, data: hexToBytes(`0x70a08231${word(holder)}`) };
+    const balance = async () => {
+      const { outcome, fast } = await compare(balanceOf, "balanceOf");
+      expect(fast).toBe(true);
+      return BigInt(bytesToHex(outcome.returnValue));
+    };
+    expect(await balance()).toBe(0n);
+    expect(await balance()).toBe(0n);
+    // A transfer run on the same state object, as a pending block's state takes transactions.
+    await send({ to: at, data: hexToBytes(`0xa9059cbb${word(holder)}${word(7n)}`) });
+    expect(await balance()).toBe(7n);
+    await send({ to: at, data: hexToBytes(`0xa9059cbb${word(holder)}${word(5n)}`) });
+    expect(await balance()).toBe(12n);
+    // A balance set directly: SELFBALANCE and BALANCE of a contract read it again.
+    const reader = contractAddress(alice!.address, 3n);
+    await send({ data: deployCode(Uint8Array.from([0x47, 0x5f, 0x52, 0x60, 32, 0x5f, 0xf3])) });
+    const selfBalance = async () =>
+      BigInt(bytesToHex((await compare({ to: reader }, "SELFBALANCE")).outcome.returnValue));
+    expect(await selfBalance()).toBe(0n);
+    await state.setBalance(reader, 123n);
+    expect(await selfBalance()).toBe(123n);
+  });
+
   it("undoes what a failed frame wrote and warmed: storage, transient storage, slots", async () => {
     const { state, deploy, compare } = await setup();
     // SSTORE(7, 0x2a), TSTORE(7, 0x2b), SLOAD(8), then REVERT

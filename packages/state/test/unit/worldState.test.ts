@@ -70,6 +70,31 @@ describe("WorldState on LevelDB", () => {
     );
   });
 
+  it("counts its changes: every write and revert, through its methods or its manager; no read", async () => {
+    const state = await WorldState.open(new NodeStore(db));
+    const counts: number[] = [state.changes];
+    const after = async (step: () => Promise<unknown>) => {
+      await step();
+      counts.push(state.changes);
+    };
+    await after(() => state.setBalance(ALICE, 5n));
+    await after(() => state.setStorage(TOKEN, slot(1), hexToBytes("0x01")));
+    await after(() => state.getBalance(ALICE));
+    await after(() => state.getStorage(TOKEN, slot(1)));
+    await after(() => state.manager.checkpoint());
+    await after(() => state.setBalance(ALICE, 6n));
+    await after(() => state.manager.revert());
+    await after(() => state.commit());
+    expect(await state.getBalance(ALICE)).toBe(5n);
+    const [c0, balance, storage, read1, read2, checkpoint, inside, reverted, committed] = counts;
+    expect(balance).toBeGreaterThan(c0!);
+    expect(storage).toBeGreaterThan(balance!);
+    expect([read1, read2, checkpoint]).toEqual([storage, storage, storage]);
+    expect(inside).toBeGreaterThan(checkpoint!);
+    expect(reverted).toBeGreaterThan(inside!);
+    expect(committed).toBe(reverted);
+  });
+
   it("keeps older roots readable (archive)", async () => {
     const store = new NodeStore(db);
     const state = await WorldState.open(store);
