@@ -10,14 +10,14 @@ import type { CodeByHash } from "./callState.js";
  * around each frame.
  *
  * It covers what reads do: every opcode of the chain's rules but the ones below, calls of all
- * four kinds between contracts without value, storage and transient storage written and
+ * four kinds between contracts and to precompiles (the library's own functions), value moved by them and by the call itself (with the
+ * library's top-up of a sender short of it), storage and transient storage written and
  * reverted per frame, EIP-2929 access costs, EIP-2200 storage costs, logs (charged, dropped).
  * Anything else makes `call` answer `undefined`, and the caller runs the whole call again on
  * the library, from the start: nothing a call does outlives it, so a second run sees what the
  * first one saw. Left to the library:
  * - creations (`CREATE`, `CREATE2`, calls without `to`), `SELFDESTRUCT`, `BLOCKHASH`;
- * - value: a call with value, or `CALL`/`CALLCODE` with value inside it;
- * - calls to precompiles; code that starts with the EOF magic, read by `EXTCODE*`;
+ * - code that starts with the EOF magic, read by `EXTCODE*`;
  * - a call that ends in an exceptional halt (out of gas, invalid opcode, …): the library gives
  *   the error its own words (unless the caller asks for no more than the failure: `halts`);
  * - opcodes of the rules this file does not know (an upgrade adds them to the library's table
@@ -99,8 +99,16 @@ function analyse(code: Uint8Array): CodeInfo {
 export interface CallRules {
   /** Static fee of each opcode; -1 where the rules have no such opcode. */
   readonly fees: Int32Array;
-  /** Precompile addresses, as 40 lowercase hex digits. */
+  /** Addresses warm from the start as the library's precompile table lists them (40 hex digits). */
   readonly precompiles: ReadonlySet<string>;
+  /** Those of them that run (a precompile taken out by the chain's rules stays in the table). */
+  readonly running: ReadonlySet<string>;
+  /** Runs the precompile at `key` as the library does (its own functions). */
+  readonly runPrecompile: (
+    key: string,
+    data: Uint8Array,
+    gas: number,
+  ) => Promise<{ readonly gasUsed: number; readonly output: Uint8Array } | undefined>;
   readonly chainId: bigint;
   readonly param: (name: string) => bigint;
 }
@@ -110,6 +118,7 @@ export interface CallEnvironment {
   readonly from: Uint8Array;
   readonly to: Uint8Array;
   readonly data: Uint8Array;
+  readonly value: bigint;
   /** Gas for execution: the call's gas less the intrinsic gas. */
   readonly gas: number;
   readonly gasPrice: bigint;
@@ -316,6 +325,8 @@ interface BaseAccount {
   readonly codeHash: Uint8Array;
   /** The code hash as the key of `CodeByHash`. */
   readonly codeKey: string;
+  readonly nonceZero: boolean;
+  /** EIP-161: no nonce, no balance, no code. */
   readonly empty: boolean;
   readonly hasCode: boolean;
 }
@@ -377,6 +388,9 @@ export class CallInterpreter {
       sstoreDirty: p("sstoreDirtyEIP2200Gas"),
       sstoreInit: p("sstoreInitEIP2200Gas"),
       sstoreClean: p("sstoreCleanEIP2200Gas"),
+      valueTransfer: p("callValueTransferGas"),
+      newAccount: p("callNewAccountGas"),
+      stipend: p("callStipendGas"),
     };
   }
 
@@ -433,6 +447,8 @@ class CallRun {
   readonly #accounts: Map<string, BaseAccount | null>;
   /** The sender as this call sees it (one more nonce). */
   #originView: AccountView | null | undefined;
+  /** Balances as value moved them in this call. */
+  readonly #balances = new Map<string, bigint>();
   readonly #written = new Map<string, Map<bigint, bigint>>();
   readonly #transient = new Map<string, Map<bigint, bigint>>();
   /** Undo actions of writes and warm-ups, undone back to a frame's mark when it fails. */
@@ -467,21 +483,68 @@ class CallRun {
   async top(): Promise<FrameEnd> {
     const env = this.#env;
     const key = keyOf(env.to);
-    if (this.#rules.precompiles.has(key)) throw new Unsupported("precompile");
-    const code = await this.#codeOf(key);
-    if (code.length === 0) return { success: true, gasLeft: env.gas, output: EMPTY };
-    const end = await this.#frame({
-      address: toBigInt(env.to),
+    if (env.value > 0n) {
+      // The library's run raises the sender's balance to the value when it is short of it.
+      const balance = (await this.#account(this.#originKey))?.balance ?? 0n;
+      if (balance < env.value) this.#setBalance(this.#originKey, env.value);
+    }
+    return this.#message(
+      {
+        address: toBigInt(env.to),
+        key,
+        caller: this.#origin,
+        value: env.value,
+        data: env.data,
+        code: EMPTY,
+        gas: env.gas,
+        isStatic: false,
+        depth: 0,
+      },
       key,
-      caller: this.#origin,
-      value: 0n,
-      data: env.data,
-      code,
-      gas: env.gas,
-      isStatic: false,
-      depth: 0,
+      this.#originKey,
+    );
+  }
+
+  /**
+   * A message: its value moved from `from` (none for a DELEGATECALL, which moves nothing) to
+   * the frame's address, then the code at `codeKey` run; a failure undoes both.
+   */
+  async #message(f: Frame, codeKey: string, from: string | undefined): Promise<FrameEnd> {
+    const mark = this.#undo.length;
+    if (from !== undefined && f.value !== 0n) {
+      const sender = (await this.#account(from))?.balance ?? 0n;
+      this.#setBalance(from, sender - f.value);
+      const receiver = (await this.#account(f.key))?.balance ?? 0n;
+      this.#setBalance(f.key, receiver + f.value);
+    }
+    if (this.#rules.running.has(codeKey)) {
+      const result = await this.#rules.runPrecompile(codeKey, f.data, f.gas);
+      if (result !== undefined)
+        return { success: true, gasLeft: f.gas - result.gasUsed, output: result.output };
+      // It failed (out of gas, bad input): all its gas is gone, the value goes back.
+      this.#undoTo(mark);
+      return { success: false, gasLeft: 0, output: HALTED };
+    }
+    const code = await this.#codeOf(codeKey);
+    if (code.length === 0) return { success: true, gasLeft: f.gas, output: EMPTY };
+    return this.#frame({ ...f, code }, mark);
+  }
+
+  /** Undoes the changes made since the undo log had `mark` entries. */
+  #undoTo(mark: number): void {
+    for (let i = this.#undo.length - 1; i >= mark; i--) this.#undo[i]!();
+    this.#undo.length = mark;
+  }
+
+  /** Sets an account's balance in this call (undone with the frame that set it). */
+  #setBalance(key: string, balance: bigint): void {
+    const balances = this.#balances;
+    const before = balances.get(key);
+    balances.set(key, balance);
+    this.#undo.push(() => {
+      if (before === undefined) balances.delete(key);
+      else balances.set(key, before);
     });
-    return end;
   }
 
   #address(key: string): EJSAddress {
@@ -497,6 +560,7 @@ class CallRun {
   }
 
   async #account(key: string): Promise<AccountView | null> {
+    let view: AccountView | null;
     if (key === this.#originKey) {
       if (this.#originView === undefined) {
         // The library's run of a call raises the sender's nonce first: the sender exists.
@@ -507,14 +571,19 @@ class CallRun {
                 balance: 0n,
                 codeHash: KECCAK_EMPTY,
                 codeKey: KECCAK_EMPTY_KEY,
+                nonceZero: false,
                 empty: false,
                 hasCode: false,
               }
-            : { ...account, empty: false };
+            : { ...account, nonceZero: false, empty: false };
       }
-      return this.#originView;
-    }
-    return this.#baseAccount(key);
+      view = this.#originView;
+    } else view = await this.#baseAccount(key);
+    const balance = this.#balances.get(key);
+    if (balance === undefined) return view;
+    // A balance this call changed: an account that had none exists from then on.
+    const base = view ?? NO_ACCOUNT;
+    return { ...base, balance, empty: base.nonceZero && !base.hasCode && balance === 0n };
   }
 
   async #baseAccount(key: string): Promise<BaseAccount | null> {
@@ -528,6 +597,7 @@ class CallRun {
             balance: account.balance,
             codeHash: account.codeHash,
             codeKey: `0x${keyOf(account.codeHash)}`,
+            nonceZero: account.nonce === 0n,
             empty: account.isEmpty(),
             hasCode: account.isContract(),
           };
@@ -619,8 +689,7 @@ class CallRun {
   }
 
   /** Runs a frame; undoes its changes when it fails. */
-  async #frame(f: Frame): Promise<FrameEnd> {
-    const mark = this.#undo.length;
+  async #frame(f: Frame, mark: number): Promise<FrameEnd> {
     const mem = new Memory();
     let end: FrameEnd;
     try {
@@ -631,10 +700,7 @@ class CallRun {
     } finally {
       mem.release();
     }
-    if (!end.success) {
-      for (let i = this.#undo.length - 1; i >= mark; i--) this.#undo[i]!();
-      this.#undo.length = mark;
-    }
+    if (!end.success) this.#undoTo(mark);
     return end;
   }
 
@@ -1147,39 +1213,54 @@ class CallRun {
           const outSize = small(stack[at]!);
           const outOffset = outSize === 0 ? 0 : small(stack[at + 1]!);
           if (op === 0xf1 && f.isStatic && value !== 0n) throw STATIC_STATE_CHANGE;
-          if (value !== 0n) throw new Unsupported("value");
           gas -= mem.expand(inOffset, inSize, memGas, quadDiv);
           gas -= mem.expand(outOffset, outSize, memGas, quadDiv);
           if (!(gas >= 0)) throw OUT_OF_GAS;
-          if (this.#rules.precompiles.has(key)) throw new Unsupported("precompile");
           gas -= this.#touch(key);
+          if (value !== 0n) {
+            gas -= g.valueTransfer!;
+            // CALL with value to an account that does not exist or is empty (EIP-161)
+            if (op === 0xf1) {
+              const account = await this.#account(key);
+              if (account === null || account.empty) gas -= g.newAccount!;
+            }
+          }
           if (gas < 0) throw OUT_OF_GAS;
           // All but a 64th of what is left, at most what was asked (EIP-150).
           const allowed = gas - Math.floor(gas / 64);
-          const given = requested < BigInt(allowed) ? Number(requested) : allowed;
+          let given = requested < BigInt(allowed) ? Number(requested) : allowed;
+          if (value !== 0n) {
+            // The stipend: the callee gets it on top, and what it leaves comes back.
+            gas += g.stipend!;
+            given += g.stipend!;
+          }
           stack.length = at;
           returnData = EMPTY;
-          let success = true;
-          if (f.depth + 1 <= CALL_DEPTH_LIMIT) {
-            const callee = await this.#codeOf(key);
-            if (callee.length > 0) {
-              gas -= given;
-              const end = await this.#frame({
+          let success = false;
+          if (
+            f.depth + 1 <= CALL_DEPTH_LIMIT &&
+            (value === 0n || ((await this.#account(f.key))?.balance ?? 0n) >= value)
+          ) {
+            gas -= given;
+            const end = await this.#message(
+              {
                 address: op === 0xf1 || op === 0xfa ? target : f.address,
                 key: op === 0xf1 || op === 0xfa ? key : f.key,
                 caller: op === 0xf4 ? f.caller : f.address,
-                value: op === 0xf4 ? f.value : 0n,
+                value: op === 0xf4 ? f.value : value,
                 data: inSize === 0 ? EMPTY : mem.buf.slice(inOffset, inOffset + inSize),
-                code: callee,
+                code: EMPTY,
                 gas: given,
                 isStatic: f.isStatic || op === 0xfa,
                 depth: f.depth + 1,
-              });
-              gas += end.gasLeft;
-              success = end.success;
-              returnData = end.output; // empty when it halted
-            }
-          } else success = false;
+              },
+              key,
+              op === 0xf4 ? undefined : f.key,
+            );
+            gas += end.gasLeft;
+            success = end.success;
+            returnData = end.output; // empty when it halted
+          }
           if (returnData.length > 0 && outSize > 0)
             mem.buf.set(returnData.subarray(0, Math.min(outSize, returnData.length)), outOffset);
           stack.push(success ? 1n : 0n);
@@ -1235,3 +1316,12 @@ const HALTED = new Uint8Array(0);
 /** Keccak-256 of no bytes: the code hash of an account without code. */
 const KECCAK_EMPTY = keccak256(new Uint8Array(0));
 const KECCAK_EMPTY_KEY = `0x${keyOf(KECCAK_EMPTY)}`;
+/** An account that is not there, as a base for one that value creates. */
+const NO_ACCOUNT: BaseAccount = {
+  balance: 0n,
+  codeHash: KECCAK_EMPTY,
+  codeKey: KECCAK_EMPTY_KEY,
+  nonceZero: true,
+  empty: true,
+  hasCode: false,
+};

@@ -395,7 +395,7 @@ export class Executor {
       };
     }
     const value = req.value ?? 0n;
-    if (!this.#libraryCalls && req.to !== null && value === 0n && gas - intrinsic <= MAX_CALL_GAS) {
+    if (!this.#libraryCalls && req.to !== null && gas - intrinsic <= MAX_CALL_GAS) {
       this.#interpreter ??= this.#evmFor(state).then(
         (evm) => new CallInterpreter(callRules(evm), this.#code),
       );
@@ -410,6 +410,7 @@ export class Executor {
           from: fromBytes,
           to: req.to,
           data,
+          value,
           gas: Number(gas - intrinsic),
           gasPrice: req.gasPrice ?? 0n,
           coinbase: block.coinbase,
@@ -491,6 +492,16 @@ function callRules(evm: EVM): CallRules {
   return {
     fees,
     precompiles: new Set(evm.precompiles.keys()),
+    running: new Set(
+      [...evm.precompiles].filter(([, run]) => typeof run === "function").map(([key]) => key),
+    ),
+    runPrecompile: async (key, data, gas) => {
+      const run = evm.precompiles.get(key)!;
+      // As the library's runPrecompile gives them (none of the chain's precompiles reads state).
+      const result = await run({ data, gasLimit: BigInt(gas), common: evm.common, _EVM: evm });
+      if (result.exceptionError !== undefined) return undefined;
+      return { gasUsed: Number(result.executionGasUsed), output: result.returnValue };
+    },
     chainId: evm.common.chainId(),
     param: (name) => evm.common.param(name),
   };

@@ -8,6 +8,7 @@ import {
   contractAddress,
   deriveDevAccounts,
   hexToBytes,
+  keccak256,
   NETWORKS,
   signTransaction,
   type UnsignedTransaction,
@@ -153,12 +154,14 @@ describe("the interpreter of calls", () => {
       for (let k = 0; k < 3; k++) {
         const data = Uint8Array.from({ length: next() % 70 }, () => next() & 0xff);
         const gas = k === 2 ? 21_000n + BigInt(next() % 40_000) : undefined;
+        const value = next() % 4 === 0 ? BigInt(next() % 1000) : undefined;
         await compare(
           {
             from: senders[next() % senders.length],
             to,
             data,
             ...(gas === undefined ? {} : { gas }),
+            ...(value === undefined ? {} : { value }),
             gasPrice: BigInt(next() % 3),
           },
           `program ${i} at ${bytesToHex(to)}, call ${k}`,
@@ -172,7 +175,7 @@ describe("the interpreter of calls", () => {
     expect(counts.probeHalts).toBeGreaterThan(20);
   }, 120_000);
 
-  it("gives the library's results on calls between contracts: all four kinds, gas, static writes, precompiles, value", async () => {
+  it("gives the library's results on calls between contracts: all four kinds, value, gas, static writes, precompiles", async () => {
     const { state, send, deploy, compare, counts } = await setup();
     const next = random(77);
     const contracts = Array.from({ length: 16 }, (_, i) =>
@@ -185,7 +188,7 @@ describe("the interpreter of calls", () => {
       ...[4, 10].map((n) => hexToBytes(`0x${n.toString(16).padStart(40, "0")}`)),
     ];
     /** Calls of random kinds, keeping what they answered in storage and in the return data. */
-    const callingProgram = (): Uint8Array => {
+    const callingProgram = (index: number): Uint8Array => {
       const out: number[] = [];
       // Memory: calldata's first word; storage slot 5 read, so that it counts as warm or cold.
       out.push(0x60, 0, 0x35, 0x60, 0, 0x52, 0x60, 5, 0x54, 0x50);
@@ -200,7 +203,11 @@ describe("the interpreter of calls", () => {
         push(out, BigInt(next() % 64)); // retOffset
         push(out, BigInt(next() % 96)); // argsSize
         push(out, 0n); // argsOffset
-        if (kind === 0xf1 || kind === 0xf2) push(out, next() % 25 === 0 ? 1n : 0n); // value
+        // value: none, a little, or more than any contract holds (the call fails, gas comes back)
+        if (kind === 0xf1 || kind === 0xf2) {
+          const pick = next() % 10;
+          push(out, pick < 5 ? 0n : pick < 9 ? BigInt(1 + (next() % 500)) : 10n ** 30n);
+        }
         push(out, BigInt(bytesToHex(target)));
         if (gas === undefined) out.push(0x5a);
         else push(out, gas);
@@ -218,34 +225,39 @@ describe("the interpreter of calls", () => {
       // EXTCODEHASH and BALANCE of CALLER and of ORIGIN, SELFBALANCE, into memory
       out.push(0x33, 0x3f, 0x60, 0x80, 0x52, 0x32, 0x3f, 0x60, 0xa0, 0x52, 0x32, 0x31, 0x60, 0xc0);
       out.push(0x52, 0x47, 0x60, 0xe0, 0x52);
-      const end = next() % 10;
-      if (end < 2) out.push(0x60, 0x40, 0x60, 0, 0xfd);
-      else if (end === 2) out.push(0xfe);
+      // One contract in four reverts, one in eight halts, the others return.
+      if (index % 4 === 1) out.push(0x60, 0x40, 0x60, 0, 0xfd);
+      else if (index % 8 === 2) out.push(0xfe);
       else out.push(0x61, 0x01, 0x00, 0x60, 0, 0xf3);
       return Uint8Array.from(out);
     };
-    for (const _ of contracts) await deploy(callingProgram());
+    for (const [i] of contracts.entries()) await deploy(callingProgram(i));
+    // Half of the contracts hold a balance to send from; the others only what calls bring.
+    for (const [i, c] of contracts.entries()) if (i % 2 === 0) await state.setBalance(c, 2_000n);
     await send({ to: contracts[0], gasLimit: 2_000_000n });
     await send({ to: contracts[3], gasLimit: 2_000_000n });
     await state.commit();
     for (let i = 0; i < 300; i++) {
-      const to = contracts[next() % contracts.length]!;
+      // the high bits: the generator's low bits repeat with a short period
+      const to = contracts[(next() >>> 16) % contracts.length]!;
       const data = Uint8Array.from({ length: next() % 40 }, () => next() & 0xff);
       const gas = next() % 3 === 0 ? BigInt(30_000 + (next() % 300_000)) : undefined;
+      const value = next() % 3 === 0 ? BigInt(next() % 700) : undefined;
       await compare(
         {
           from: next() % 2 === 0 ? alice!.address : ZERO,
           to,
           data,
           ...(gas === undefined ? {} : { gas }),
+          ...(value === undefined ? {} : { value }),
         },
         `call ${i} to ${bytesToHex(to)}`,
       );
     }
     expect(counts.fastSuccess).toBeGreaterThan(20);
     expect(counts.fastRevert).toBeGreaterThan(5);
-    // Value and precompiles inside: the library's.
-    expect(counts.library).toBeGreaterThan(20);
+    // Calls into contracts that halt: the library's.
+    expect(counts.library).toBeGreaterThan(10);
   }, 120_000);
 
   it("answers an ERC-20's reads and simulated transfers itself, as the library does", async () => {
@@ -315,6 +327,33 @@ describe("the interpreter of calls", () => {
     expect(await selfBalance()).toBe(123n);
   });
 
+  it("moves value: a sender short of it topped up, a new account made by it, balances as they move", async () => {
+    const { state, deploy, compare } = await setup();
+    const fresh = 0xf4e5n;
+    const code: number[] = [0x5f, 0x5f, 0x5f, 0x5f];
+    push(code, 256n); // value
+    push(code, fresh);
+    code.push(0x5a, 0xf1, 0x50); // CALL(GAS, fresh, 256, 0, 0, 0, 0), POP
+    push(code, fresh);
+    code.push(0x31, 0x5f, 0x52); // BALANCE(fresh) to memory 0
+    push(code, fresh);
+    code.push(0x3f, 0x60, 32, 0x52); // EXTCODEHASH(fresh) to memory 32
+    code.push(0x47, 0x60, 64, 0x52, 0x34, 0x60, 96, 0x52); // SELFBALANCE, CALLVALUE
+    code.push(0x60, 128, 0x5f, 0xf3);
+    const at = await deploy(Uint8Array.from(code));
+    await state.commit();
+    const sender = hexToBytes("0x000000000000000000000000000000000000beef") as Address;
+    const { outcome, fast } = await compare({ from: sender, to: at, value: 1_000n }, "value");
+    expect(fast).toBe(true);
+    const words = bytesToHex(outcome.returnValue).slice(2).match(/.{64}/g)!;
+    expect(words.map((w) => BigInt(`0x${w}`))).toEqual([
+      256n,
+      BigInt(bytesToHex(keccak256(new Uint8Array()))),
+      744n,
+      1_000n,
+    ]);
+  });
+
   it("undoes what a failed frame wrote and warmed: storage, transient storage, slots", async () => {
     const { state, deploy, compare } = await setup();
     // SSTORE(7, 0x2a), TSTORE(7, 0x2b), SLOAD(8), then REVERT
@@ -348,7 +387,7 @@ describe("the interpreter of calls", () => {
     expect(fast).toBe(true);
   }, 60_000);
 
-  it("leaves to the library what it does not run: creations, value, exceptional halts", async () => {
+  it("leaves to the library what it does not run: creations, BLOCKHASH, halts, huge gas", async () => {
     const { state, deploy, compare } = await setup();
     const reverts = await deploy(Uint8Array.from([0x60, 0, 0x60, 0, 0xfd]));
     const invalid = await deploy(Uint8Array.from([0xfe]));
@@ -361,13 +400,27 @@ describe("the interpreter of calls", () => {
       [{ to: DEAD }, true],
       [{ to: invalid }, false],
       [{ to: blockhash }, false],
-      [{ to: reverts, value: 1n, from: alice!.address }, false],
+      [{ to: reverts, value: 1n, from: alice!.address }, true],
+      [{ to: DEAD, value: 10n ** 30n, from: DEAD }, true],
       [{ to: null, data: deployCode(Uint8Array.of(0)) }, false],
+      // precompiles, run on the library's functions: sha256, and ecrecover of a bad signature
       [
         {
           to: hexToBytes("0x0000000000000000000000000000000000000002") as Address,
           data: Uint8Array.of(1),
         },
+        true,
+      ],
+      [
+        {
+          to: hexToBytes("0x0000000000000000000000000000000000000001") as Address,
+          data: new Uint8Array(128),
+        },
+        true,
+      ],
+      // a precompile out of gas: a halt, the library's
+      [
+        { to: hexToBytes("0x0000000000000000000000000000000000000002") as Address, gas: 21_010n },
         false,
       ],
       [{ to: reverts, gas: 2n ** 40n }, false],
