@@ -20,6 +20,11 @@ import { deployCode } from "./bytecode.js";
 import { program, random } from "./programs.js";
 
 const [alice] = deriveDevAccounts();
+/**
+ * Rounds of the randomized comparisons, each with its own seeds: 1 in the default suite,
+ * `NODEX_CALL_ROUNDS=50` for a long run.
+ */
+const ROUNDS = Array.from({ length: Number(process.env.NODEX_CALL_ROUNDS ?? 1) }, (_, i) => i);
 const BLOCK: BlockContext = {
   number: 7n,
   timestamp: 1_700_000_000n,
@@ -137,128 +142,151 @@ async function setup() {
 }
 
 describe("the interpreter of calls", () => {
-  it("gives the library's results on random programs: status, return data, gas, errors", async () => {
-    const { state, send, deploy, compare, counts } = await setup();
-    const next = random(20261125);
-    const programs: Address[] = [];
-    for (let i = 0; i < 120; i++) {
-      const at = await deploy(program(next));
-      // Half of them have run once, so that their storage has values before the calls.
-      if (i % 2 === 0)
-        await send({ to: at, data: Uint8Array.of(next() & 0xff), gasLimit: 300_000n });
-      programs.push(at);
-    }
-    await state.commit();
-    const senders = [alice!.address, ZERO, DEAD];
-    for (const [i, to] of programs.entries()) {
-      for (let k = 0; k < 3; k++) {
-        const data = Uint8Array.from({ length: next() % 70 }, () => next() & 0xff);
-        const gas = k === 2 ? 21_000n + BigInt(next() % 40_000) : undefined;
-        const value = next() % 4 === 0 ? BigInt(next() % 1000) : undefined;
+  it.each(ROUNDS)(
+    "gives the library's results on random programs: status, return data, gas, errors (round %i)",
+    async (round) => {
+      const { state, send, deploy, compare, counts } = await setup();
+      const next = random(20261125 + round);
+      const programs: Address[] = [];
+      for (let i = 0; i < 120; i++) {
+        const at = await deploy(program(next));
+        // Half of them have run once, so that their storage has values before the calls.
+        if (i % 2 === 0)
+          await send({ to: at, data: Uint8Array.of(next() & 0xff), gasLimit: 300_000n });
+        programs.push(at);
+      }
+      await state.commit();
+      const senders = [alice!.address, ZERO, DEAD];
+      for (const [i, to] of programs.entries()) {
+        for (let k = 0; k < 3; k++) {
+          const data = Uint8Array.from({ length: next() % 70 }, () => next() & 0xff);
+          const gas = k === 2 ? 21_000n + BigInt(next() % 40_000) : undefined;
+          const value = next() % 4 === 0 ? BigInt(next() % 1000) : undefined;
+          await compare(
+            {
+              from: senders[next() % senders.length],
+              to,
+              data,
+              ...(gas === undefined ? {} : { gas }),
+              ...(value === undefined ? {} : { value }),
+              gasPrice: BigInt(next() % 3),
+            },
+            `program ${i} at ${bytesToHex(to)}, call ${k}`,
+          );
+        }
+      }
+      // The interpreter answered most of them itself, ending both ways.
+      expect(counts.fast).toBeGreaterThan(counts.library);
+      expect(counts.fastSuccess).toBeGreaterThan(50);
+      expect(counts.fastRevert).toBeGreaterThan(5);
+      expect(counts.probeHalts).toBeGreaterThan(20);
+    },
+    120_000,
+  );
+
+  it.each(ROUNDS)(
+    "gives the library's results on calls between contracts: all four kinds, value, gas, static writes, precompiles (round %i)",
+    async (round) => {
+      const { state, send, deploy, compare, counts } = await setup();
+      const next = random(77 + round);
+      const contracts = Array.from({ length: 16 }, (_, i) =>
+        contractAddress(alice!.address, BigInt(i)),
+      );
+      const targets: Uint8Array[] = [
+        ...contracts,
+        alice!.address,
+        DEAD,
+        ...[4, 10].map((n) => hexToBytes(`0x${n.toString(16).padStart(40, "0")}`)),
+      ];
+      /** Calls of random kinds, keeping what they answered in storage and in the return data. */
+      const callingProgram = (index: number): Uint8Array => {
+        const out: number[] = [];
+        // Memory: calldata's first word; storage slot 5 read, so that it counts as warm or cold.
+        out.push(0x60, 0, 0x35, 0x60, 0, 0x52, 0x60, 5, 0x54, 0x50);
+        // Transient storage: TSTORE(1, CALLER), read back by the callees that TLOAD it.
+        out.push(0x33, 0x60, 1, 0x5d, 0x60, 1, 0x5c, 0x60, 0x40, 0x52);
+        const calls = 1 + (next() % 3);
+        for (let c = 0; c < calls; c++) {
+          const kind = [0xf1, 0xf2, 0xf4, 0xfa][next() % 4]!;
+          const target = targets[next() % targets.length]!;
+          const gas = next() % 4 === 0 ? undefined : BigInt(next() % 60_000);
+          push(out, 32n); // retSize
+          push(out, BigInt(next() % 64)); // retOffset
+          push(out, BigInt(next() % 96)); // argsSize
+          push(out, 0n); // argsOffset
+          // value: none, a little, or more than any contract holds (the call fails, gas comes back)
+          if (kind === 0xf1 || kind === 0xf2) {
+            const pick = next() % 10;
+            push(out, pick < 5 ? 0n : pick < 9 ? BigInt(1 + (next() % 500)) : 10n ** 30n);
+          }
+          push(out, BigInt(bytesToHex(target)));
+          if (gas === undefined) out.push(0x5a);
+          else push(out, gas);
+          out.push(kind);
+          // SSTORE(slot c, success), SSTORE(slot 16 + c, RETURNDATASIZE)
+          push(out, BigInt(c));
+          out.push(0x55, 0x3d);
+          push(out, BigInt(16 + c));
+          out.push(0x55);
+          // RETURNDATACOPY of the whole return data to memory 64
+          out.push(0x3d, 0x5f, 0x60, 64, 0x3e);
+        }
+        // SSTORE(32, CALLVALUE), SSTORE(33, CALLER), LOG1 of memory with ADDRESS as topic
+        out.push(0x34, 0x60, 32, 0x55, 0x33, 0x60, 33, 0x55, 0x30, 0x60, 32, 0x60, 0, 0xa1);
+        // EXTCODEHASH and BALANCE of CALLER and of ORIGIN, SELFBALANCE, into memory
+        out.push(
+          0x33,
+          0x3f,
+          0x60,
+          0x80,
+          0x52,
+          0x32,
+          0x3f,
+          0x60,
+          0xa0,
+          0x52,
+          0x32,
+          0x31,
+          0x60,
+          0xc0,
+        );
+        out.push(0x52, 0x47, 0x60, 0xe0, 0x52);
+        // One contract in four reverts, one in eight halts, the others return.
+        if (index % 4 === 1) out.push(0x60, 0x40, 0x60, 0, 0xfd);
+        else if (index % 8 === 2) out.push(0xfe);
+        else out.push(0x61, 0x01, 0x00, 0x60, 0, 0xf3);
+        return Uint8Array.from(out);
+      };
+      for (const [i] of contracts.entries()) await deploy(callingProgram(i));
+      // Half of the contracts hold a balance to send from; the others only what calls bring.
+      for (const [i, c] of contracts.entries()) if (i % 2 === 0) await state.setBalance(c, 2_000n);
+      await send({ to: contracts[0], gasLimit: 2_000_000n });
+      await send({ to: contracts[3], gasLimit: 2_000_000n });
+      await state.commit();
+      for (let i = 0; i < 300; i++) {
+        // the high bits: the generator's low bits repeat with a short period
+        const to = contracts[(next() >>> 16) % contracts.length]!;
+        const data = Uint8Array.from({ length: next() % 40 }, () => next() & 0xff);
+        const gas = next() % 3 === 0 ? BigInt(30_000 + (next() % 300_000)) : undefined;
+        const value = next() % 3 === 0 ? BigInt(next() % 700) : undefined;
         await compare(
           {
-            from: senders[next() % senders.length],
+            from: next() % 2 === 0 ? alice!.address : ZERO,
             to,
             data,
             ...(gas === undefined ? {} : { gas }),
             ...(value === undefined ? {} : { value }),
-            gasPrice: BigInt(next() % 3),
           },
-          `program ${i} at ${bytesToHex(to)}, call ${k}`,
+          `call ${i} to ${bytesToHex(to)}`,
         );
       }
-    }
-    // The interpreter answered most of them itself, ending both ways.
-    expect(counts.fast).toBeGreaterThan(counts.library);
-    expect(counts.fastSuccess).toBeGreaterThan(50);
-    expect(counts.fastRevert).toBeGreaterThan(5);
-    expect(counts.probeHalts).toBeGreaterThan(20);
-  }, 120_000);
-
-  it("gives the library's results on calls between contracts: all four kinds, value, gas, static writes, precompiles", async () => {
-    const { state, send, deploy, compare, counts } = await setup();
-    const next = random(77);
-    const contracts = Array.from({ length: 16 }, (_, i) =>
-      contractAddress(alice!.address, BigInt(i)),
-    );
-    const targets: Uint8Array[] = [
-      ...contracts,
-      alice!.address,
-      DEAD,
-      ...[4, 10].map((n) => hexToBytes(`0x${n.toString(16).padStart(40, "0")}`)),
-    ];
-    /** Calls of random kinds, keeping what they answered in storage and in the return data. */
-    const callingProgram = (index: number): Uint8Array => {
-      const out: number[] = [];
-      // Memory: calldata's first word; storage slot 5 read, so that it counts as warm or cold.
-      out.push(0x60, 0, 0x35, 0x60, 0, 0x52, 0x60, 5, 0x54, 0x50);
-      // Transient storage: TSTORE(1, CALLER), read back by the callees that TLOAD it.
-      out.push(0x33, 0x60, 1, 0x5d, 0x60, 1, 0x5c, 0x60, 0x40, 0x52);
-      const calls = 1 + (next() % 3);
-      for (let c = 0; c < calls; c++) {
-        const kind = [0xf1, 0xf2, 0xf4, 0xfa][next() % 4]!;
-        const target = targets[next() % targets.length]!;
-        const gas = next() % 4 === 0 ? undefined : BigInt(next() % 60_000);
-        push(out, 32n); // retSize
-        push(out, BigInt(next() % 64)); // retOffset
-        push(out, BigInt(next() % 96)); // argsSize
-        push(out, 0n); // argsOffset
-        // value: none, a little, or more than any contract holds (the call fails, gas comes back)
-        if (kind === 0xf1 || kind === 0xf2) {
-          const pick = next() % 10;
-          push(out, pick < 5 ? 0n : pick < 9 ? BigInt(1 + (next() % 500)) : 10n ** 30n);
-        }
-        push(out, BigInt(bytesToHex(target)));
-        if (gas === undefined) out.push(0x5a);
-        else push(out, gas);
-        out.push(kind);
-        // SSTORE(slot c, success), SSTORE(slot 16 + c, RETURNDATASIZE)
-        push(out, BigInt(c));
-        out.push(0x55, 0x3d);
-        push(out, BigInt(16 + c));
-        out.push(0x55);
-        // RETURNDATACOPY of the whole return data to memory 64
-        out.push(0x3d, 0x5f, 0x60, 64, 0x3e);
-      }
-      // SSTORE(32, CALLVALUE), SSTORE(33, CALLER), LOG1 of memory with ADDRESS as topic
-      out.push(0x34, 0x60, 32, 0x55, 0x33, 0x60, 33, 0x55, 0x30, 0x60, 32, 0x60, 0, 0xa1);
-      // EXTCODEHASH and BALANCE of CALLER and of ORIGIN, SELFBALANCE, into memory
-      out.push(0x33, 0x3f, 0x60, 0x80, 0x52, 0x32, 0x3f, 0x60, 0xa0, 0x52, 0x32, 0x31, 0x60, 0xc0);
-      out.push(0x52, 0x47, 0x60, 0xe0, 0x52);
-      // One contract in four reverts, one in eight halts, the others return.
-      if (index % 4 === 1) out.push(0x60, 0x40, 0x60, 0, 0xfd);
-      else if (index % 8 === 2) out.push(0xfe);
-      else out.push(0x61, 0x01, 0x00, 0x60, 0, 0xf3);
-      return Uint8Array.from(out);
-    };
-    for (const [i] of contracts.entries()) await deploy(callingProgram(i));
-    // Half of the contracts hold a balance to send from; the others only what calls bring.
-    for (const [i, c] of contracts.entries()) if (i % 2 === 0) await state.setBalance(c, 2_000n);
-    await send({ to: contracts[0], gasLimit: 2_000_000n });
-    await send({ to: contracts[3], gasLimit: 2_000_000n });
-    await state.commit();
-    for (let i = 0; i < 300; i++) {
-      // the high bits: the generator's low bits repeat with a short period
-      const to = contracts[(next() >>> 16) % contracts.length]!;
-      const data = Uint8Array.from({ length: next() % 40 }, () => next() & 0xff);
-      const gas = next() % 3 === 0 ? BigInt(30_000 + (next() % 300_000)) : undefined;
-      const value = next() % 3 === 0 ? BigInt(next() % 700) : undefined;
-      await compare(
-        {
-          from: next() % 2 === 0 ? alice!.address : ZERO,
-          to,
-          data,
-          ...(gas === undefined ? {} : { gas }),
-          ...(value === undefined ? {} : { value }),
-        },
-        `call ${i} to ${bytesToHex(to)}`,
-      );
-    }
-    expect(counts.fastSuccess).toBeGreaterThan(20);
-    expect(counts.fastRevert).toBeGreaterThan(5);
-    // Calls into contracts that halt: the library's.
-    expect(counts.library).toBeGreaterThan(10);
-  }, 120_000);
+      expect(counts.fastSuccess).toBeGreaterThan(20);
+      expect(counts.fastRevert).toBeGreaterThan(5);
+      // Calls into contracts that halt: the library's.
+      expect(counts.library).toBeGreaterThan(10);
+    },
+    120_000,
+  );
 
   it("answers an ERC-20's reads and simulated transfers itself, as the library does", async () => {
     const { state, send, compare, counts } = await setup();
