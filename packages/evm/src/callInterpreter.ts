@@ -636,33 +636,24 @@ class CallRun {
     return written ?? this.#originalValue(key, slot);
   }
 
-  #store(key: string, slot: bigint, value: bigint): void {
-    let slots = this.#written.get(key);
-    if (slots === undefined) {
-      slots = new Map();
-      this.#written.set(key, slots);
+  /** Writes a slot of `key` in `slots` (storage or transient storage), undone with its frame. */
+  #setSlot(
+    slots: Map<string, Map<bigint, bigint>>,
+    key: string,
+    slot: bigint,
+    value: bigint,
+  ): void {
+    let map = slots.get(key);
+    if (map === undefined) {
+      map = new Map();
+      slots.set(key, map);
     }
-    const map = slots;
-    const before = map.get(slot);
-    map.set(slot, value);
+    const values = map;
+    const before = values.get(slot);
+    values.set(slot, value);
     this.#undo.push(() => {
-      if (before === undefined) map.delete(slot);
-      else map.set(slot, before);
-    });
-  }
-
-  #tstore(key: string, slot: bigint, value: bigint): void {
-    let slots = this.#transient.get(key);
-    if (slots === undefined) {
-      slots = new Map();
-      this.#transient.set(key, slots);
-    }
-    const map = slots;
-    const before = map.get(slot);
-    map.set(slot, value);
-    this.#undo.push(() => {
-      if (before === undefined) map.delete(slot);
-      else map.set(slot, before);
+      if (before === undefined) values.delete(slot);
+      else values.set(slot, before);
     });
   }
 
@@ -1103,7 +1094,7 @@ class CallRun {
           if (this.#warmSlot(f.key, slot)) cost += g.coldSload!;
           gas -= cost;
           if (gas < 0) throw OUT_OF_GAS;
-          this.#store(f.key, slot, value);
+          this.#setSlot(this.#written, f.key, slot, value);
           stack.pop();
           stack.pop();
           break;
@@ -1146,7 +1137,7 @@ class CallRun {
           // TSTORE
           if (f.isStatic) throw STATIC_STATE_CHANGE;
           if (sp < 2) throw STACK_UNDERFLOW;
-          this.#tstore(f.key, stack[sp - 1]!, stack[sp - 2]!);
+          this.#setSlot(this.#transient, f.key, stack[sp - 1]!, stack[sp - 2]!);
           stack.length = sp - 2;
           break;
         }

@@ -10,13 +10,12 @@ import {
   hexToBytes,
   keccak256,
   NETWORKS,
-  signTransaction,
   type UnsignedTransaction,
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CallInterpreter } from "../../src/callInterpreter.js";
 import { type BlockContext, type CallRequest, Executor } from "../../src/index.js";
-import { deployCode } from "./bytecode.js";
+import { deployCode, push, pushCall, regtestTx } from "./bytecode.js";
 import { program, random } from "./programs.js";
 
 const [alice] = deriveDevAccounts();
@@ -37,29 +36,21 @@ const DEAD = hexToBytes("0x000000000000000000000000000000000000dead") as Address
 const ZERO = new Uint8Array(20) as Address;
 
 function tx(fields: Partial<UnsignedTransaction>, nonce: bigint) {
-  return signTransaction(
-    {
-      nonce,
-      gasPrice: 1n,
-      gasLimit: 1_000_000n,
-      to: null,
-      value: 0n,
-      data: new Uint8Array(),
-      ...fields,
-    },
-    alice!.privateKey,
-    33,
-  );
+  return regtestTx(fields, nonce, alice!.privateKey, 1_000_000n);
 }
 
-function push(out: number[], value: bigint): void {
-  if (value === 0n) {
-    out.push(0x5f);
-    return;
-  }
-  const hex = value.toString(16);
-  const bytes = hexToBytes(`0x${hex.length % 2 === 0 ? hex : `0${hex}`}`);
-  out.push(0x5f + bytes.length, ...bytes);
+/** A 32-byte ABI word. */
+const word = (n: bigint) => n.toString(16).padStart(64, "0");
+
+/** Deploys the bench's ERC-20 (bench/chain/Token.sol) as the first contract, 10²⁴ to its deployer. */
+async function deployToken(
+  send: (fields: Partial<UnsignedTransaction>) => Promise<unknown>,
+): Promise<Address> {
+  const token = JSON.parse(
+    readFileSync(new URL("../bench/token.json", import.meta.url), "utf8"),
+  ) as { bytecode: string };
+  await send({ data: hexToBytes(`${token.bytecode}${word(10n ** 24n)}`), gasLimit: 3_000_000n });
+  return contractAddress(alice!.address, 0n);
 }
 
 let dir: string;
@@ -207,27 +198,18 @@ describe("the interpreter of calls", () => {
         out.push(0x33, 0x60, 1, 0x5d, 0x60, 1, 0x5c, 0x60, 0x40, 0x52);
         const calls = 1 + (next() % 3);
         for (let c = 0; c < calls; c++) {
-          const kind = [0xf1, 0xf2, 0xf4, 0xfa][next() % 4]!;
+          const kind = ([0xf1, 0xf2, 0xf4, 0xfa] as const)[next() % 4]!;
           const target = targets[next() % targets.length]!;
           const gas = next() % 4 === 0 ? undefined : BigInt(next() % 60_000);
-          push(out, 32n); // retSize
-          push(out, BigInt(next() % 64)); // retOffset
-          push(out, BigInt(next() % 96)); // argsSize
-          push(out, 0n); // argsOffset
+          const retOffset = BigInt(next() % 64);
+          const argsSize = BigInt(next() % 96);
           // value: none, a little, or more than any contract holds (the call fails, gas comes back)
+          let value = 0n;
           if (kind === 0xf1 || kind === 0xf2) {
             const pick = next() % 10;
-            push(out, pick < 5 ? 0n : pick < 9 ? BigInt(1 + (next() % 500)) : 10n ** 30n);
+            value = pick < 5 ? 0n : pick < 9 ? BigInt(1 + (next() % 500)) : 10n ** 30n;
           }
-          push(out, BigInt(bytesToHex(target)));
-          if (gas === undefined) out.push(0x5a);
-          else push(out, gas);
-          out.push(kind);
-          // SSTORE(slot c, success), SSTORE(slot 16 + c, RETURNDATASIZE)
-          push(out, BigInt(c));
-          out.push(0x55, 0x3d);
-          push(out, BigInt(16 + c));
-          out.push(0x55);
+          pushCall(out, { kind, target, gas, value, retOffset, argsSize }, c);
           // RETURNDATACOPY of the whole return data to memory 64
           out.push(0x3d, 0x5f, 0x60, 64, 0x3e);
         }
@@ -290,12 +272,7 @@ describe("the interpreter of calls", () => {
 
   it("answers an ERC-20's reads and simulated transfers itself, as the library does", async () => {
     const { state, send, compare, counts } = await setup();
-    const token = JSON.parse(
-      readFileSync(new URL("../bench/token.json", import.meta.url), "utf8"),
-    ) as { bytecode: string };
-    const word = (n: bigint) => n.toString(16).padStart(64, "0");
-    const at = contractAddress(alice!.address, 0n);
-    await send({ data: hexToBytes(`${token.bytecode}${word(10n ** 24n)}`), gasLimit: 3_000_000n });
+    const at = await deployToken(send);
     const holders = Array.from({ length: 20 }, (_, i) => BigInt(0x1000 + i));
     for (const [i, h] of holders.entries())
       await send({ to: at, data: hexToBytes(`0xa9059cbb${word(h)}${word(BigInt(i + 1))}`) });
@@ -325,12 +302,7 @@ describe("the interpreter of calls", () => {
 
   it("sees the changes made to a state between its calls (what it read is read again)", async () => {
     const { state, send, compare } = await setup();
-    const token = JSON.parse(
-      readFileSync(new URL("../bench/token.json", import.meta.url), "utf8"),
-    ) as { bytecode: string };
-    const word = (n: bigint) => n.toString(16).padStart(64, "0");
-    const at = contractAddress(alice!.address, 0n);
-    await send({ data: hexToBytes(`${token.bytecode}${word(10n ** 24n)}`), gasLimit: 3_000_000n });
+    const at = await deployToken(send);
     const holder = 0xbeefn;
     const balanceOf = { to: at, data: hexToBytes(`0x70a08231${word(holder)}`) };
     const balance = async () => {

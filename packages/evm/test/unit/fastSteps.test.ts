@@ -10,12 +10,11 @@ import {
   hexToBytes,
   NETWORKS,
   type SignedTransaction,
-  signTransaction,
   type UnsignedTransaction,
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type BlockContext, Executor } from "../../src/index.js";
-import { deployCode } from "./bytecode.js";
+import { deployCode, pushCall, regtestTx } from "./bytecode.js";
 import { program, random } from "./programs.js";
 
 const [alice] = deriveDevAccounts();
@@ -29,19 +28,7 @@ const BLOCK: BlockContext = {
 };
 
 function tx(fields: Partial<UnsignedTransaction>, nonce: bigint) {
-  return signTransaction(
-    {
-      nonce,
-      gasPrice: 1n,
-      gasLimit: 300_000n,
-      to: null,
-      value: 0n,
-      data: new Uint8Array(),
-      ...fields,
-    },
-    alice!.privateKey,
-    33,
-  );
+  return regtestTx(fields, nonce, alice!.privateKey);
 }
 
 let dir: string;
@@ -195,11 +182,6 @@ describe("the interpreter's step loop", () => {
       hexToBytes("0x000000000000000000000000000000000000dead"),
       ...[1, 2, 3, 4, 5, 9].map((n) => hexToBytes(`0x${n.toString(16).padStart(40, "0")}`)),
     ];
-    const push = (out: number[], value: bigint) => {
-      const hex = value.toString(16);
-      const bytes = hexToBytes(`0x${hex.length % 2 === 0 ? hex : `0${hex}`}`);
-      out.push(0x5f + bytes.length, ...bytes);
-    };
     /** A contract that makes a few calls of random kinds and keeps what they answered. */
     const callingProgram = (): Uint8Array => {
       const out: number[] = [];
@@ -207,24 +189,18 @@ describe("the interpreter's step loop", () => {
       out.push(0x60, 0, 0x35, 0x60, 0, 0x52);
       const calls = 1 + (next() % 4);
       for (let c = 0; c < calls; c++) {
-        const kind = [0xf1, 0xf2, 0xf4, 0xfa][next() % 4]!;
+        const kind = ([0xf1, 0xf2, 0xf4, 0xfa] as const)[next() % 4]!;
         const target = targets[next() % targets.length]!;
         const gas = next() % 5 === 0 ? undefined : BigInt(next() % 80_000);
-        push(out, 32n); // retSize
-        push(out, BigInt(next() % 64)); // retOffset
-        push(out, BigInt(next() % 96)); // argsSize
-        push(out, 0n); // argsOffset
-        if (kind === 0xf1 || kind === 0xf2)
-          push(out, next() % 7 === 0 ? 10n ** 30n : BigInt(next() % 3)); // value
-        push(out, BigInt(bytesToHex(target)));
-        if (gas === undefined) out.push(0x5a);
-        else push(out, gas);
-        out.push(kind);
-        // SSTORE(slot c, success), SSTORE(slot 16 + c, RETURNDATASIZE)
-        push(out, BigInt(c));
-        out.push(0x55, 0x3d);
-        push(out, BigInt(16 + c));
-        out.push(0x55);
+        const retOffset = BigInt(next() % 64);
+        const argsSize = BigInt(next() % 96);
+        const value =
+          kind === 0xf1 || kind === 0xf2
+            ? next() % 7 === 0
+              ? 10n ** 30n
+              : BigInt(next() % 3)
+            : 0n;
+        pushCall(out, { kind, target, gas, value, retOffset, argsSize }, c);
       }
       // SSTORE(32, CALLVALUE), SSTORE(33, CALLER), LOG1 of memory with ADDRESS as topic
       out.push(0x34, 0x60, 32, 0x55, 0x33, 0x60, 33, 0x55, 0x30, 0x60, 32, 0x60, 0, 0xa1);
