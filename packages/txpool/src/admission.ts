@@ -92,16 +92,26 @@ export class TxAdmission {
     opts: { local?: boolean } = {},
   ): Promise<Admitted> {
     const tx = input instanceof Uint8Array ? decodeTransaction(input) : input;
-    const location = await this.#reader.chain.getTransactionLocation(tx.hash);
-    if (location !== undefined) {
-      throw new TxPoolError(
-        TxPoolErrorCode.ALREADY_KNOWN,
-        `already known: transaction ${bytesToHex(tx.hash)} is in block ${bytesToHex(location.blockHash)}`,
-        { hash: bytesToHex(tx.hash), blockHash: bytesToHex(location.blockHash) },
-      );
-    }
     await this.#update;
-    const added = await this.pool.add(tx, await this.poolHead(), { local: opts.local ?? false });
+    let added: AddResult;
+    try {
+      added = await this.pool.add(tx, await this.poolHead(), { local: opts.local ?? false });
+    } catch (err) {
+      // A transaction in a block is refused by the pool (its nonce is below the sender's), and
+      // is then said to be known, with its block. Looked up only on a refusal: an index read
+      // that admissions otherwise never need.
+      if (err instanceof TxPoolError) {
+        const location = await this.#reader.chain.getTransactionLocation(tx.hash);
+        if (location !== undefined) {
+          throw new TxPoolError(
+            TxPoolErrorCode.ALREADY_KNOWN,
+            `already known: transaction ${bytesToHex(tx.hash)} is in block ${bytesToHex(location.blockHash)}`,
+            { hash: bytesToHex(tx.hash), blockHash: bytesToHex(location.blockHash) },
+          );
+        }
+      }
+      throw err;
+    }
     for (const listener of this.#admittedListeners) {
       try {
         listener(tx);
