@@ -10,14 +10,16 @@ import type { CodeByHash } from "./callState.js";
  * around each frame.
  *
  * It covers what reads do: every opcode of the chain's rules but the ones below, calls of all
- * four kinds between contracts and to precompiles (the library's own functions), value moved by them and by the call itself (with the
- * library's top-up of a sender short of it), storage and transient storage written and
- * reverted per frame, EIP-2929 access costs, EIP-2200 storage costs, logs (charged, dropped).
+ * four kinds between contracts and to precompiles (run on the library's own functions), value
+ * moved by them and by the call itself (with the library's top-up of a sender short of it),
+ * storage and transient storage written and reverted per message, EIP-2929 access costs,
+ * EIP-2200 storage costs, logs (charged, dropped).
  * Anything else makes `call` answer `undefined`, and the caller runs the whole call again on
  * the library, from the start: nothing a call does outlives it, so a second run sees what the
  * first one saw. Left to the library:
  * - creations (`CREATE`, `CREATE2`, calls without `to`), `SELFDESTRUCT`, `BLOCKHASH`;
  * - code that starts with the EOF magic, read by `EXTCODE*`;
+ * - a recursion deep enough to run out of JavaScript stack;
  * - a call that ends in an exceptional halt (out of gas, invalid opcode, …): the library gives
  *   the error its own words (unless the caller asks for no more than the failure: `halts`);
  * - opcodes of the rules this file does not know (an upgrade adds them to the library's table
