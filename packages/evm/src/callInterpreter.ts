@@ -1,7 +1,8 @@
 import type { StateManagerInterface } from "@ethereumjs/common";
 import { Address as EJSAddress } from "@ethereumjs/util";
-import { keccak256 } from "@nodex/types";
+import { bytesToUnprefixedHex, keccak256 } from "@nodex/types";
 import type { CodeByHash } from "./callState.js";
+import { bytesValue, SMALL, wordBytes, wordOf, writeWord } from "./words.js";
 
 /**
  * An interpreter for calls that change nothing (`eth_call`): the message calls of a read, run
@@ -43,10 +44,6 @@ const MAX_WORDS = 2 ** 21;
 const STACK_LIMIT = 1024;
 const CALL_DEPTH_LIMIT = 1024;
 
-/** BigInt of each byte value, for PUSH1 and friends. */
-const SMALL: bigint[] = Array.from({ length: 256 }, (_, i) => BigInt(i));
-const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-
 /** Thrown inside a run when the call needs the library; `call` answers `undefined`. */
 class Unsupported {
   constructor(readonly why: string) {}
@@ -85,9 +82,9 @@ function analyse(code: Uint8Array): CodeInfo {
     else if (op >= 0x60 && op <= 0x7f) {
       const n = op - 0x5f;
       if (n >= 3) {
-        let hex = "0x";
-        for (let i = 1; i <= n; i++) hex += HEX[code[pc + i] ?? 0];
-        pushes[pc] = BigInt(hex);
+        // Past the code's end a push reads zeros: its bytes are shifted up as if they were there.
+        const have = Math.min(n, code.length - pc - 1);
+        pushes[pc] = wordOf(code, pc + 1, have) << BigInt(8 * (n - have));
       }
       pc += n;
     }
@@ -165,73 +162,6 @@ interface Frame {
 
 function addressKey(word: bigint): string {
   return (word & ADDRESS_MASK).toString(16).padStart(40, "0");
-}
-
-function keyOf(bytes: Uint8Array): string {
-  let hex = "";
-  for (let i = 0; i < bytes.length; i++) hex += HEX[bytes[i]!];
-  return hex;
-}
-
-const SCRATCH = new Uint8Array(32);
-const SCRATCH_VIEW = new DataView(SCRATCH.buffer);
-
-/**
- * The word held by `size` (≤ 32) big-endian bytes of `buf` from `offset`: leading zero bytes
- * skipped, up to 6 significant bytes through a number, more as 64-bit limbs (a third of the
- * time of a hex string's parse).
- */
-function wordOf(buf: Uint8Array, offset: number, size: number): bigint {
-  let i = offset;
-  const end = offset + size;
-  while (i < end && buf[i] === 0) i++;
-  const n = end - i;
-  if (n <= 6) {
-    let v = 0;
-    for (; i < end; i++) v = v * 256 + buf[i]!;
-    return v < 256 ? SMALL[v]! : BigInt(v);
-  }
-  SCRATCH.fill(0, 0, 32 - n);
-  for (let j = 32 - n; j < 32; j++, i++) SCRATCH[j] = buf[i]!;
-  const d = SCRATCH_VIEW.getBigUint64(24);
-  if (n <= 8) return d;
-  const c = SCRATCH_VIEW.getBigUint64(16);
-  if (n <= 16) return (c << 64n) | d;
-  const b = SCRATCH_VIEW.getBigUint64(8);
-  if (n <= 24) return (b << 128n) | (c << 64n) | d;
-  return (SCRATCH_VIEW.getBigUint64(0) << 192n) | (b << 128n) | (c << 64n) | d;
-}
-
-function toBigInt(bytes: Uint8Array): bigint {
-  return wordOf(bytes, 0, bytes.length);
-}
-
-/** 32 bytes of `buf` from `offset` (inside it) as a word. */
-function readWord(buf: Uint8Array, offset: number): bigint {
-  return wordOf(buf, offset, 32);
-}
-
-/** A hex digit's value (lowercase, as `bigint.toString(16)` writes them). */
-function nibble(code: number): number {
-  return code < 58 ? code - 48 : code - 87;
-}
-
-/** Writes `word` as 32 big-endian bytes at `offset` of `buf`. */
-function writeWord(buf: Uint8Array, offset: number, word: bigint): void {
-  buf.fill(0, offset, offset + 32);
-  if (word === 0n) return;
-  const hex = word.toString(16);
-  let i = hex.length - 1;
-  let j = offset + 31;
-  for (; i > 0; i -= 2, j--)
-    buf[j] = (nibble(hex.charCodeAt(i - 1)) << 4) | nibble(hex.charCodeAt(i));
-  if (i === 0) buf[j] = nibble(hex.charCodeAt(0));
-}
-
-function wordToBytes(word: bigint): Uint8Array {
-  const out = new Uint8Array(32);
-  writeWord(out, 0, word);
-  return out;
 }
 
 function signed(x: bigint): bigint {
@@ -473,18 +403,18 @@ class CallRun {
     this.#g = g;
     this.#env = env;
     this.#fees = rules.fees;
-    this.#origin = toBigInt(env.from);
-    this.#originKey = keyOf(env.from);
+    this.#origin = bytesValue(env.from);
+    this.#originKey = bytesToUnprefixedHex(env.from);
     // Warm from the start, for good (EIP-2929, EIP-3651): sender, target, coinbase (and the
     // precompiles, see #touch).
     this.#warmAddresses.add(this.#originKey);
-    this.#warmAddresses.add(keyOf(env.to));
-    this.#warmAddresses.add(keyOf(env.coinbase));
+    this.#warmAddresses.add(bytesToUnprefixedHex(env.to));
+    this.#warmAddresses.add(bytesToUnprefixedHex(env.coinbase));
   }
 
   async top(): Promise<FrameEnd> {
     const env = this.#env;
-    const key = keyOf(env.to);
+    const key = bytesToUnprefixedHex(env.to);
     if (env.value > 0n) {
       // The library's run raises the sender's balance to the value when it is short of it.
       const balance = (await this.#account(this.#originKey))?.balance ?? 0n;
@@ -492,7 +422,7 @@ class CallRun {
     }
     return this.#message(
       {
-        address: toBigInt(env.to),
+        address: bytesValue(env.to),
         key,
         caller: this.#origin,
         value: env.value,
@@ -598,7 +528,7 @@ class CallRun {
         : {
             balance: account.balance,
             codeHash: account.codeHash,
-            codeKey: `0x${keyOf(account.codeHash)}`,
+            codeKey: `0x${bytesToUnprefixedHex(account.codeHash)}`,
             nonceZero: account.nonce === 0n,
             empty: account.isEmpty(),
             hasCode: account.isContract(),
@@ -626,7 +556,7 @@ class CallRun {
     }
     let value = slots.get(slot);
     if (value === undefined) {
-      value = toBigInt(await this.#base.getStorage(this.#address(key), wordToBytes(slot)));
+      value = bytesValue(await this.#base.getStorage(this.#address(key), wordBytes(slot)));
       slots.set(slot, value);
       this.#reads.size++;
     }
@@ -899,7 +829,7 @@ class CallRun {
           gas -= mem.expand(o, size, memGas, quadDiv) + g.keccakWord! * words(size);
           if (!(gas >= 0)) throw OUT_OF_GAS;
           stack.pop();
-          stack[sp - 2] = toBigInt(keccak256(mem.buf.subarray(o, o + size)));
+          stack[sp - 2] = bytesValue(keccak256(mem.buf.subarray(o, o + size)));
           break;
         }
         case 0x30:
@@ -930,11 +860,11 @@ class CallRun {
           if (at >= BigInt(data.length)) stack[sp - 1] = 0n;
           else {
             const i = Number(at);
-            if (i + 32 <= data.length) stack[sp - 1] = readWord(data, i);
+            if (i + 32 <= data.length) stack[sp - 1] = wordOf(data, i, 32);
             else {
-              const word = new Uint8Array(32);
-              word.set(data.subarray(i));
-              stack[sp - 1] = readWord(word, 0);
+              // past the end of the data: zeros
+              stack[sp - 1] =
+                wordOf(data, i, data.length - i) << BigInt(8 * (32 - data.length + i));
             }
           }
           break;
@@ -1002,13 +932,13 @@ class CallRun {
           if (gas < 0) throw OUT_OF_GAS;
           await this.#extCode(key);
           const account = await this.#account(key);
-          stack[sp - 1] = account === null || account.empty ? 0n : toBigInt(account.codeHash);
+          stack[sp - 1] = account === null || account.empty ? 0n : bytesValue(account.codeHash);
           break;
         }
         case 0x40:
           throw new Unsupported("BLOCKHASH");
         case 0x41:
-          stack.push(toBigInt(env.coinbase));
+          stack.push(bytesValue(env.coinbase));
           break;
         case 0x42:
           stack.push(env.timestamp);
@@ -1048,7 +978,7 @@ class CallRun {
           const o = small(stack[sp - 1]!);
           gas -= mem.expand(o, 32, memGas, quadDiv);
           if (!(gas >= 0)) throw OUT_OF_GAS;
-          stack[sp - 1] = readWord(mem.buf, o);
+          stack[sp - 1] = wordOf(mem.buf, o, 32);
           break;
         }
         case 0x52: {
@@ -1308,7 +1238,7 @@ const HALTED = new Uint8Array(0);
 
 /** Keccak-256 of no bytes: the code hash of an account without code. */
 const KECCAK_EMPTY = keccak256(new Uint8Array(0));
-const KECCAK_EMPTY_KEY = `0x${keyOf(KECCAK_EMPTY)}`;
+const KECCAK_EMPTY_KEY = `0x${bytesToUnprefixedHex(KECCAK_EMPTY)}`;
 /** An account that is not there, as a base for one that value creates. */
 const NO_ACCOUNT: BaseAccount = {
   balance: 0n,

@@ -1,5 +1,6 @@
 import { EVMError } from "@ethereumjs/evm";
 import { keccak256 } from "@nodex/types";
+import { bytesValue, wordBytes } from "./words.js";
 
 /**
  * Opcode and gas handlers put in an EVM's opcode table in place of `@ethereumjs/evm`'s, with the
@@ -57,46 +58,6 @@ interface OpcodeEntry {
   readonly opcodeInfo: { readonly code: number; readonly dynamicGas: boolean };
   opHandler: (runState: RunState, common: CommonLike) => unknown;
   gasHandler?: (runState: RunState, gas: bigint, common: CommonLike) => bigint | Promise<bigint>;
-}
-
-/** A hex digit's value (lowercase, as `bigint.toString(16)` writes them). */
-function nibble(code: number): number {
-  return code < 58 ? code - 48 : code - 87;
-}
-
-/**
- * The 32-byte big-endian form of a word (0 ≤ word < 2²⁵⁶), from its hex digits: a quarter of
- * the time of shifting it into 64-bit parts, each shift a new BigInt.
- */
-export function wordBytes(word: bigint): Uint8Array {
-  const out = new Uint8Array(32);
-  if (word === 0n) return out;
-  const hex = word.toString(16);
-  let i = hex.length - 1;
-  for (let j = 31; i > 0; i -= 2, j--)
-    out[j] = (nibble(hex.charCodeAt(i - 1)) << 4) | nibble(hex.charCodeAt(i));
-  if (i === 0) out[31 - (hex.length >> 1)] = nibble(hex.charCodeAt(0));
-  return out;
-}
-
-/** Four big-endian bytes as an unsigned 32-bit integer. */
-function u32(b: Uint8Array, at: number): bigint {
-  return BigInt(((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0);
-}
-
-/** The word that 32 big-endian bytes hold, from eight 32-bit parts. */
-export function bytesWord(b: Uint8Array): bigint {
-  const high = (u32(b, 0) << 96n) | (u32(b, 4) << 64n) | (u32(b, 8) << 32n) | u32(b, 12);
-  const low = (u32(b, 16) << 96n) | (u32(b, 20) << 64n) | (u32(b, 24) << 32n) | u32(b, 28);
-  return (high << 128n) | low;
-}
-
-/** The unsigned integer of up to 32 big-endian bytes. */
-function bytesValue(bytes: Uint8Array): bigint {
-  if (bytes.length === 32) return bytesWord(bytes);
-  const padded = new Uint8Array(32);
-  padded.set(bytes, 32 - bytes.length);
-  return bytesWord(padded);
 }
 
 /** MSTORE: the word into 32 bytes of memory. */
@@ -232,7 +193,7 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
     const [offset, length] = rs.stack.popN(2) as [bigint, bigint];
     const data = length === 0n ? new Uint8Array(0) : rs.memory.read(Number(offset), Number(length));
     // The Common's hash (the node's keccak256) when it has one, as the library picks it.
-    rs.stack.push(bytesWord((c.customCrypto?.keccak256 ?? keccak256)(data)));
+    rs.stack.push(bytesValue((c.customCrypto?.keccak256 ?? keccak256)(data)));
   });
   setOp(0x35, (rs) => {
     const position = rs.stack.pop();
@@ -244,11 +205,11 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
     const at = Number(position);
     const word = new Uint8Array(32);
     word.set(data.subarray(at, at + 32));
-    rs.stack.push(bytesWord(word));
+    rs.stack.push(bytesValue(word));
   });
   setOp(0x51, (rs) => {
     const position = rs.stack.pop();
-    rs.stack.push(bytesWord(rs.memory.read(Number(position), 32, true)));
+    rs.stack.push(bytesValue(rs.memory.read(Number(position), 32, true)));
   });
   setOp(0x54, async (rs) => {
     const value = await rs.interpreter.storageLoad(wordBytes(rs.stack.pop()));

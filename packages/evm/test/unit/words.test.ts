@@ -1,6 +1,6 @@
 import { bytesToHex } from "@nodex/types";
 import { describe, expect, it } from "vitest";
-import { bytesWord, wordBytes } from "../../src/fastOpcodes.js";
+import { bytesValue, wordBytes, wordOf } from "../../src/words.js";
 
 /** Words of every length, in hex: 0, small, with leading zero bytes, odd digit counts, 2²⁵⁶ − 1. */
 function words(): bigint[] {
@@ -23,7 +23,7 @@ describe("words and their bytes", () => {
       const bytes = wordBytes(w);
       expect(bytes.length).toBe(32);
       expect(bytesToHex(bytes), w.toString(16)).toBe(`0x${w.toString(16).padStart(64, "0")}`);
-      expect(bytesWord(bytes)).toBe(w);
+      expect(bytesValue(bytes)).toBe(w);
     }
   });
 
@@ -31,7 +31,17 @@ describe("words and their bytes", () => {
     const backing = new Uint8Array(100).map((_, i) => (i * 37) & 0xff);
     for (let at = 0; at <= 68; at++) {
       const view = backing.subarray(at, at + 32);
-      expect(bytesWord(view)).toBe(BigInt(bytesToHex(view)));
+      expect(bytesValue(view)).toBe(BigInt(bytesToHex(view)));
     }
+  });
+
+  it("reads any 0 to 32 bytes at any offset, leading zeros or not", () => {
+    const backing = new Uint8Array(80).map((_, i) => (i % 5 === 0 ? 0 : (i * 53) & 0xff));
+    for (let at = 0; at <= 48; at++)
+      for (let size = 0; size <= 32; size++) {
+        const bytes = backing.subarray(at, at + size);
+        const expected = size === 0 ? 0n : BigInt(bytesToHex(bytes));
+        expect(wordOf(backing, at, size), `${at}+${size}`).toBe(expected);
+      }
   });
 });
