@@ -1227,6 +1227,7 @@ function printWrite(w, runs) {
     "blocks",
     "srv CPU",
     "srv µs/tx",
+    "main µs/tx",
     "Nodex ÷ this",
   ];
   const rows = [];
@@ -1247,6 +1248,7 @@ function printWrite(w, runs) {
       fmtInt(m.blocks),
       pct(m.serverCPU?.share),
       m.serverCPU?.usPerRequest ? fmtInt(m.serverCPU.usPerRequest) : "—",
+      m.serverCPU?.mainUsPerRequest != null ? fmtInt(m.serverCPU.mainUsPerRequest) : "—",
       ratio(nodex?.txPerSec, m.txPerSec),
     ]);
     if (m.stalled)
@@ -1356,6 +1358,7 @@ function printPool(runs) {
       `${fmtInt(m.held.pending)} (${m.held.method})`,
       pct(m.serverCPU?.share),
       m.serverCPU?.usPerRequest ? fmtInt(m.serverCPU.usPerRequest) : "—",
+      m.serverCPU?.mainUsPerRequest != null ? fmtInt(m.serverCPU.mainUsPerRequest) : "—",
       ratio(nodex?.txPerSec, m.txPerSec),
     ]);
     const f = m.mine.first;
@@ -1383,6 +1386,7 @@ function printPool(runs) {
       "in pool",
       "srv CPU",
       "srv µs/tx",
+      "main µs/tx",
       "Nodex ÷ this",
     ],
     admitRows,

@@ -1,6 +1,6 @@
 // Load for the benches: autocannon (in this process) against one server, with the bench's own
 // response-time record and the CPU the server, the client and everything else used meanwhile.
-import { cpuSeconds, machineBusySeconds } from "./proc.mjs";
+import { cpuSeconds, machineBusySeconds, mainThreadSeconds } from "./proc.mjs";
 
 let autocannon;
 
@@ -51,6 +51,7 @@ export class Latencies {
  */
 export function cpuWindow(pid) {
   const cpu0 = cpuSeconds(pid);
+  const main0 = mainThreadSeconds(pid);
   const busy0 = machineBusySeconds();
   const client0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
@@ -58,9 +59,11 @@ export function cpuWindow(pid) {
     end(operations) {
       const wall = Number(process.hrtime.bigint() - t0) / 1e9;
       const cpu1 = cpuSeconds(pid);
+      const main1 = mainThreadSeconds(pid);
       const busy1 = machineBusySeconds();
       const client1 = process.cpuUsage(client0);
       const serverCPU = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined;
+      const mainCPU = main0 !== undefined && main1 !== undefined ? main1 - main0 : undefined;
       const clientSeconds = (client1.user + client1.system) / 1e6;
       return {
         wall,
@@ -71,6 +74,10 @@ export function cpuWindow(pid) {
                 seconds: serverCPU,
                 share: serverCPU / wall,
                 usPerRequest: operations > 0 ? (serverCPU / operations) * 1e6 : null,
+                // Of which the process's first thread (JavaScript, for a Node server); the rest
+                // is its other threads (GC and compiler helpers, the database, a runtime's pool).
+                mainUsPerRequest:
+                  mainCPU !== undefined && operations > 0 ? (mainCPU / operations) * 1e6 : null,
               },
         clientCPU: { seconds: clientSeconds, share: clientSeconds / wall },
         // CPU used by everything else on the machine meanwhile: noise in the figures.

@@ -174,6 +174,14 @@ export function cpuSeconds(pid) {
     return undefined;
   }
 }
+/**
+ * utime+stime of a process's first thread, in seconds: where Node runs JavaScript (a Rust node
+ * such as Anvil does most of its work on other threads). Undefined off Linux.
+ */
+export function mainThreadSeconds(pid) {
+  return cpuSeconds(`${pid}/task/${pid}`);
+}
+
 /** Busy CPU seconds of the whole machine, all cores (Linux /proc/stat; undefined elsewhere). */
 export function machineBusySeconds() {
   try {
