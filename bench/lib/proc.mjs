@@ -166,20 +166,26 @@ export function isLoopback(address) {
 
 /** utime+stime of a process, in seconds (Linux /proc; undefined elsewhere). */
 export function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
+  return statSeconds(`/proc/${pid}/stat`);
 }
+
 /**
  * utime+stime of a process's first thread, in seconds: where Node runs JavaScript (a Rust node
  * such as Anvil does most of its work on other threads). Undefined off Linux.
  */
 export function mainThreadSeconds(pid) {
-  return cpuSeconds(`${pid}/task/${pid}`);
+  return statSeconds(`/proc/${pid}/task/${pid}/stat`);
+}
+
+/** utime+stime from a `stat` file of /proc (a process's or a thread's), in seconds. */
+function statSeconds(path) {
+  try {
+    const stat = readFileSync(path, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Busy CPU seconds of the whole machine, all cores (Linux /proc/stat; undefined elsewhere). */
