@@ -256,6 +256,14 @@ export class Chain {
   }
 
   getTransactionLocation(txHash: Uint8Array): Promise<TransactionLocation | undefined> {
+    // The head block's own transactions (a receipt asked for as soon as its block is built) are
+    // found without reading the index, which says the same of them.
+    const head = this.#head;
+    const txs = head.block.transactions;
+    for (let i = 0; i < txs.length; i++) {
+      if (equalBytes(txs[i]!.hash, txHash))
+        return Promise.resolve({ blockHash: head.hash, index: i });
+    }
     return this.#store.getTransactionLocation(txHash);
   }
 

@@ -77,6 +77,14 @@ describe("Chain", () => {
     expect(where).toEqual({ blockHash: mined.hash, index: 1 });
     const state = await chain.stateAt(mined.block.header);
     expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 15n);
+    // Below the head, from the index; in the new head, from its block; never heard of: none.
+    const next = await chain.mine([transfer(2n, 9n)], { coinbase: MINER, timestamp: 101n });
+    expect(await chain.getTransactionLocation(mined.block.transactions[1]!.hash)).toEqual(where);
+    expect(await chain.getTransactionLocation(next.block.transactions[0]!.hash)).toEqual({
+      blockHash: next.hash,
+      index: 0,
+    });
+    expect(await chain.getTransactionLocation(new Uint8Array(32).fill(9))).toBeUndefined();
   });
 
   it("runs a block of transactions as it runs them one block each: the same gas, status and state", async () => {
