@@ -1,3 +1,5 @@
+// First, before the modules it concerns load: how soon V8 optimizes hot code.
+import "./tiering.js";
 // @nodex/p2p installs the polyfills the p2p stack needs (Promise.withResolvers on Node 20)
 // before it loads libp2p.
 import { ChainFileError, exportChain, importChain } from "./chainFile.js";
