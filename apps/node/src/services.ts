@@ -110,7 +110,8 @@ export function createCore(
     tracing: reader,
     // A send is answered once its automined block is built; requests wait until it is the head.
     transactions: {
-      sendTransaction: (raw, opts) => producer.sendTransaction(raw, { ...opts, wait: "built" }),
+      sendTransaction: (raw, opts) =>
+        producer.sendTransaction(raw, { local: opts.local ?? false, wait: "built" }),
     },
     pool,
     dev: producer,

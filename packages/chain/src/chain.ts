@@ -529,7 +529,14 @@ export class Chain {
       txs: run.included.length,
       gasUsed: header.gasUsed,
     });
-    return { ...stored, receipts: run.receipts, included: run.included, rejected: run.rejected };
+    return {
+      block: stored.block,
+      hash: stored.hash,
+      totalDifficulty: stored.totalDifficulty,
+      receipts: run.receipts,
+      included: run.included,
+      rejected: run.rejected,
+    };
   }
 
   /**

@@ -311,7 +311,10 @@ export class ChainReader {
     const { state, ctx } = await this.#callTarget(selector);
     const cap = req.gas ?? ctx.gasLimit;
     // Probes: only success and gas used count, so a halt needs no second run on the library.
-    const run = (gas: bigint) => this.#executor.call(state, { ...req, gas }, ctx, { probe: true });
+    const run = (gas: bigint) =>
+      this.#executor.call(state, Object.assign({}, req, { gas }), ctx, {
+        probe: true,
+      });
     const first = await run(cap);
     if (!first.success) return cap;
     let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
@@ -629,7 +632,14 @@ export class ChainReader {
     const previous = found.index === 0 ? 0n : receipts[found.index - 1]!.cumulativeGasUsed;
     let firstLogIndex = 0;
     for (let i = 0; i < found.index; i++) firstLogIndex += receipts[i]!.logs.length;
-    return { ...found, receipt, gasUsed: receipt.cumulativeGasUsed - previous, firstLogIndex };
+    return {
+      tx: found.tx,
+      block: found.block,
+      index: found.index,
+      receipt,
+      gasUsed: receipt.cumulativeGasUsed - previous,
+      firstLogIndex,
+    };
   }
 }
 

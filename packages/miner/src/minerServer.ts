@@ -136,13 +136,13 @@ export class MinerServer {
       coinbase: this.#opts.coinbase(),
     });
     const target = difficultyToTarget(built.block.header.difficulty);
-    const template: Template = {
-      ...built,
+    // Object.assign, not a spread followed by fields (a hidden class per object on V8 11).
+    const template: Template = Object.assign({}, built, {
       target: targetToBytes(target),
       bits: targetToCompact(target),
       builtAt: this.#now(),
       transactionsVersion,
-    };
+    });
     this.#templates.set(bytesToHex(template.hashForMergedMining), template);
     while (this.#templates.size > TEMPLATES_KEPT)
       this.#templates.delete(this.#templates.keys().next().value as string);
@@ -208,15 +208,13 @@ export class MinerServer {
         `Cannot publish block, could not find hash ${bytesToHex(tagged)} in the cache`,
       );
     }
-    const block = {
-      ...template.block,
-      header: {
-        ...template.block.header,
+    const block = Object.assign({}, template.block, {
+      header: Object.assign({}, template.block.header, {
         bitcoinMergedMiningHeader: bitcoinHeader,
         bitcoinMergedMiningCoinbaseTransaction: compressCoinbase(coinbase),
         bitcoinMergedMiningMerkleProof: merkleProof,
-      },
-    };
+      }),
+    });
     const hash = headerHash(block.header);
     const result = await this.#chain.importBlock(block);
     if (result.result === "INVALID_BLOCK" || result.result === "NO_PARENT") {

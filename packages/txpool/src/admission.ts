@@ -119,7 +119,10 @@ export class TxAdmission {
         this.#log?.error("An admission listener failed", { error: (err as Error).message });
       }
     }
-    return { ...added, tx };
+    // Written out: a spread followed by more fields makes a hidden class per object on V8 11.
+    return added.replaced === undefined
+      ? { status: added.status, tx }
+      : { status: added.status, replaced: added.replaced, tx };
   }
 
   /**

@@ -41,7 +41,9 @@ export function parseSendRequest(value: unknown, arg: number): SendRequest {
       throw err;
     }
   }
-  return { ...call, from: call.from, ...(nonce === undefined ? {} : { nonce }) };
+  // Object.assign, not spreads: on V8 11 (Node 20) a spread followed by fields makes a hidden
+  // class per request.
+  return Object.assign({}, call, { from: call.from }, nonce === undefined ? {} : { nonce });
 }
 
 export const sendRequest: ParamSpec<SendRequest> = {
@@ -101,7 +103,10 @@ export function ethAccountsModule(wallet: WalletService, node: WalletNode | unde
             result: r.data,
             handler: ({ chain, network }, [req], { hosted }) => {
               noKeysWhenHosted(hosted, req.from);
-              return sendFromWallet({ ...node, wallet, chain, chainId: network.chainId }, req);
+              return sendFromWallet(
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
+                req,
+              );
             },
           }),
         }),

@@ -93,7 +93,11 @@ export function personalModule(wallet: WalletService, node: WalletNode | undefin
             params: [sendRequest, p.string],
             result: r.data,
             handler: ({ chain, network }, [req, passphrase]) =>
-              sendFromWallet({ ...node, wallet, chain, chainId: network.chainId }, req, passphrase),
+              sendFromWallet(
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
+                req,
+                passphrase,
+              ),
           }),
         }),
   });
