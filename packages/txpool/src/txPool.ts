@@ -11,10 +11,10 @@ import {
 } from "./journal.js";
 import { type ResolvedTxPoolOptions, resolveTxPoolOptions, type TxPoolOptions } from "./options.js";
 
-/** What the pool reads of the head's state. */
+/** What the pool reads of the head's state: an account's nonce and balance, in one read. */
 export interface PoolAccountState {
-  getNonce(a: Address): Promise<bigint>;
-  getBalance(a: Address): Promise<bigint>;
+  /** `undefined` for an account the state does not have (nonce 0, no balance). */
+  getAccount(a: Address): Promise<{ readonly nonce: bigint; readonly balance: bigint } | undefined>;
 }
 
 /** The head the pool validates against: its number, limits and state. */
@@ -122,10 +122,9 @@ export class TxPool {
     const key = bytesToHex(tx.hash);
     this.#checkKnown(key);
     this.#checkStatic(tx, head);
-    // One after the other: the second read finds the account the first one loaded (two at
-    // once would both walk the state trie).
-    const stateNonce = await head.state.getNonce(tx.from);
-    const balance = await head.state.getBalance(tx.from);
+    const account = await head.state.getAccount(tx.from);
+    const stateNonce = account?.nonce ?? 0n;
+    const balance = account?.balance ?? 0n;
     this.#checkKnown(key);
     const { result, journal } = this.#admit(tx, key, local, stateNonce, balance);
     if (journal) {
@@ -145,10 +144,10 @@ export class TxPool {
   async onNewHead(head: PoolHead): Promise<void> {
     const accounts = [...this.#accounts.values()];
     const states = await Promise.all(
-      accounts.map(
-        async (a) =>
-          [await head.state.getNonce(a.address), await head.state.getBalance(a.address)] as const,
-      ),
+      accounts.map(async (a) => {
+        const account = await head.state.getAccount(a.address);
+        return [account?.nonce ?? 0n, account?.balance ?? 0n] as const;
+      }),
     );
     let localsChanged = false;
     for (let i = 0; i < accounts.length; i++) {

@@ -17,12 +17,12 @@ export class MemState implements PoolAccountState {
   readonly nonces = new Map<string, bigint>();
   readonly balances = new Map<string, bigint>();
 
-  async getNonce(a: Address): Promise<bigint> {
-    return this.nonces.get(bytesToHex(a)) ?? 0n;
-  }
-
-  async getBalance(a: Address): Promise<bigint> {
-    return this.balances.get(bytesToHex(a)) ?? 0n;
+  async getAccount(a: Address): Promise<{ nonce: bigint; balance: bigint } | undefined> {
+    const key = bytesToHex(a);
+    const nonce = this.nonces.get(key);
+    const balance = this.balances.get(key);
+    if (nonce === undefined && balance === undefined) return undefined;
+    return { nonce: nonce ?? 0n, balance: balance ?? 0n };
   }
 
   set(a: Address, fields: { nonce?: bigint; balance?: bigint }): this {
