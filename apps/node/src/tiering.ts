@@ -16,7 +16,7 @@ import { setFlagsFromString } from "node:v8";
  * keep their defaults. A budget the operator gives (`--interrupt-budget` in the node's options)
  * is kept.
  */
-export const INTERRUPT_BUDGET = 8448;
+const INTERRUPT_BUDGET = 8448;
 
 const v8Major = Number(process.versions.v8.split(".")[0]);
 const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((arg) =>
