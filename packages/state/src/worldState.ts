@@ -1,12 +1,12 @@
 import "./quietDebug.js";
 import "./fastRlp.js";
 import { Common, Mainnet } from "@ethereumjs/common";
-import { createMPT, type MerklePatriciaTrie } from "@ethereumjs/mpt";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
 import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
 import { type Address, bytesToUnprefixedHex, keccak256 } from "@nodex/types";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
+import { FastTrie } from "./fastTrie.js";
 import type { NodeStore } from "./nodeStore.js";
 
 export { EMPTY_TRIE_ROOT };
@@ -136,7 +136,7 @@ export class WorldState {
    * when the root's nodes are missing.
    */
   static async open(store: NodeStore, root?: Uint8Array): Promise<WorldState> {
-    const trie: MerklePatriciaTrie = await createMPT({
+    const trie = new FastTrie({
       db: store,
       useKeyHashing: true,
       // Keys and nodes hashed with the node's keccak256 (WebAssembly), not the trie's own.
