@@ -20,9 +20,9 @@ const MISSING = "Missing node in DB";
  * checkpoints, copies) is the library's. Tries with options it does not cover (a key prefix,
  * pruning, a persisted root) keep the library's reads and writes.
  *
- * The library's write finds the path, makes an object per node, then encodes and hashes the
- * path through async steps per node: about 45 µs a write of an account or a slot in a trie of a
- * few thousand entries, against about a third of that here.
+ * The library's write finds the path through its walk controller, makes an object per node,
+ * then encodes and hashes the path: in a node's profile of ERC-20 transfers, 192 µs of writes
+ * a transfer (about four writes, tries of a few thousand entries), against 83 µs here.
  */
 export class FastTrie extends MerklePatriciaTrie {
   readonly #plain: boolean;
