@@ -85,8 +85,10 @@ export class FastTrie extends MerklePatriciaTrie {
     await this._lock.acquire();
     try {
       const writes: Write[] = [];
-      const node = await this.#insert(await this.#rootNode(), path, 0, value, writes);
-      this.root(this.#storeRoot(node, writes));
+      const before = await this.#rootNode();
+      const after = await this.#insert(before, path, 0, value, writes);
+      if (after === before) return;
+      this.root(this.#storeRoot(after, writes));
       await this._db.batch(writes);
     } finally {
       this._lock.release();
@@ -143,7 +145,10 @@ export class FastTrie extends MerklePatriciaTrie {
     return hash;
   }
 
-  /** `node` with `path[at..]` set to `value`. */
+  /**
+   * `node` with `path[at..]` set to `value`: the same object when the key has that value
+   * already (the state manager writes back every slot and account it read).
+   */
   async #insert(
     node: RawNode | null,
     path: Uint8Array,
@@ -155,21 +160,26 @@ export class FastTrie extends MerklePatriciaTrie {
     if (node.length === 17) {
       const out = node.slice();
       if (at === path.length) {
+        if (equal(node[16] as Uint8Array, value)) return node;
         out[16] = value;
       } else {
         const i = path[at]!;
         const child = await this.#resolve(node[i]!);
-        out[i] = this.#ref(await this.#insert(child, path, at + 1, value, writes), writes);
+        const updated = await this.#insert(child, path, at + 1, value, writes);
+        if (updated === child) return node;
+        out[i] = this.#ref(updated, writes);
       }
       return out;
     }
     const [isLeaf, part] = decodePath(node[0] as Uint8Array);
     const common = commonLength(part, path, at);
     if (common === part.length) {
-      if (isLeaf && at + common === path.length) return [node[0]!, value];
+      if (isLeaf && at + common === path.length)
+        return equal(node[1] as Uint8Array, value) ? node : [node[0]!, value];
       if (!isLeaf) {
         const child = await this.#resolve(node[1]!);
         const updated = await this.#insert(child, path, at + common, value, writes);
+        if (updated === child) return node;
         return [node[0]!, this.#ref(updated, writes)];
       }
     }

@@ -1,8 +1,15 @@
 import "./quietDebug.js";
 import "./fastRlp.js";
 import { Common, Mainnet } from "@ethereumjs/common";
+import { RLP } from "@ethereumjs/rlp";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
-import { Account, Address as EJSAddress, ValueEncoding } from "@ethereumjs/util";
+import {
+  Account,
+  Address as EJSAddress,
+  EthereumJSErrorWithoutCode,
+  unpadBytes,
+  ValueEncoding,
+} from "@ethereumjs/util";
 import { type Address, bytesToUnprefixedHex, keccak256 } from "@nodex/types";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
@@ -78,9 +85,28 @@ class CountingStateManager extends MerkleStateManager {
     return this.#counted(super.putCode(...args));
   }
 
-  override putStorage(...args: Parameters<MerkleStateManager["putStorage"]>) {
+  override putStorage(address: EJSAddress, key: Uint8Array, value: Uint8Array) {
     this.changes++;
-    return this.#counted(super.putStorage(...args));
+    return this.#counted(this.#putStorage(address, key, value));
+  }
+
+  /**
+   * The library's `putStorage`, with its checks and messages, that leaves the value to the
+   * storage cache when there is one. The library's writes the value into the account's storage
+   * trie as well (its `caches.storage.put(...) ?? write()` writes whenever the cache's `put`,
+   * which returns nothing, has run), and then again when the cache is flushed: two trie writes,
+   * each re-hashing the path, for every `SSTORE`. Every read of the slot sees the cache until the
+   * flush writes the trie; proofs and dumps flush it first.
+   */
+  async #putStorage(address: EJSAddress, key: Uint8Array, value: Uint8Array): Promise<void> {
+    const storage = this._caches?.storage;
+    if (storage === undefined) return super.putStorage(address, key, value);
+    if (key.length !== 32) throw EthereumJSErrorWithoutCode("Storage key must be 32 bytes long");
+    if (value.length > 32)
+      throw EthereumJSErrorWithoutCode("Storage value cannot be longer than 32 bytes");
+    if ((await this.getAccount(address)) === undefined)
+      throw EthereumJSErrorWithoutCode("putStorage() called on non-existing account");
+    storage.put(address, key, RLP.encode(unpadBytes(value)));
   }
 
   override clearStorage(...args: Parameters<MerkleStateManager["clearStorage"]>) {

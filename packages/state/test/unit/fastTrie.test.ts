@@ -143,6 +143,29 @@ describe("FastTrie", () => {
     }
   });
 
+  it("writes nothing when a key gets the value it has (the state manager writes back what it read)", async () => {
+    const { fast, fastDb } = pair(true);
+    for (let n = 0; n < 50; n++) await fast.put(Uint8Array.of(n), Uint8Array.of(n, 1));
+    const root = fast.root();
+    let writes = 0;
+    const put = fastDb.put.bind(fastDb);
+    const batch = fastDb.batch.bind(fastDb);
+    fastDb.put = async (...args) => {
+      writes++;
+      return put(...args);
+    };
+    fastDb.batch = async (ops) => {
+      writes += ops.length;
+      return batch(ops);
+    };
+    for (let n = 0; n < 50; n++) await fast.put(Uint8Array.of(n), Uint8Array.of(n, 1));
+    expect(writes).toBe(0);
+    expect(fast.root()).toEqual(root);
+    await fast.put(Uint8Array.of(7), Uint8Array.of(7, 2));
+    expect(writes).toBeGreaterThan(1);
+    expect(fast.root()).not.toEqual(root);
+  });
+
   it("deletes to the empty trie and ignores a deletion of an absent key", async () => {
     const { fast, library } = pair(true);
     const keys = [1, 2, 3, 4, 5].map((n) => Uint8Array.of(n));

@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { verifyMerkleProof } from "@ethereumjs/mpt";
+import { createMPT, verifyMerkleProof } from "@ethereumjs/mpt";
+import { Caches, MerkleStateManager } from "@ethereumjs/statemanager";
+import { Account, Address as EJSAddress } from "@ethereumjs/util";
 import { type Address, bytesToHex, hexToBytes, keccak256, NodexError } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -93,6 +95,64 @@ describe("WorldState on LevelDB", () => {
     expect(inside).toBeGreaterThan(checkpoint!);
     expect(reverted).toBeGreaterThan(inside!);
     expect(committed).toBe(reverted);
+  });
+
+  it("reaches the library's state root through writes, overwrites, zeroed slots, deletions and reverted checkpoints", async () => {
+    const store = new NodeStore(db);
+    const state = await WorldState.open(store);
+    const library = new MerkleStateManager({
+      trie: await createMPT({ useKeyHashing: true }),
+      caches: new Caches(),
+    });
+    let seed = 5;
+    const r = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return (seed >>> 8) % n;
+    };
+    const address = (n: number) =>
+      new EJSAddress(Uint8Array.from({ length: 20 }, (_, i) => n * 7 + i));
+    for (let round = 0; round < 40; round++) {
+      // Each round is one transaction: a checkpoint, committed or reverted, with a nested one.
+      const revert = r(4) === 0;
+      for (const m of [state.manager, library]) await m.checkpoint();
+      const ops = Array.from({ length: 12 }, () => [r(3), r(5), r(6), r(4)] as const);
+      for (const [i, [kind, who, key, value]] of ops.entries()) {
+        if (i === 6) for (const m of [state.manager, library]) await m.checkpoint();
+        for (const m of [state.manager, library]) {
+          const a = address(who);
+          // Accounts change as the EVM changes them: their fields, never their storage root.
+          if ((await m.getAccount(a)) === undefined)
+            await m.putAccount(a, new Account(0n, BigInt(value * 1000 + round)));
+          else if (kind === 0)
+            await m.modifyAccountFields(a, { nonce: BigInt(round), balance: BigInt(value) });
+          else if (kind === 1)
+            await m.putStorage(
+              a,
+              slot(key),
+              value === 0 ? new Uint8Array() : Uint8Array.of(value, round),
+            );
+          else await m.getStorage(a, slot(key));
+        }
+        if (i === 9)
+          for (const m of [state.manager, library])
+            await (round % 3 === 0 ? m.revert() : m.commit());
+      }
+      for (const m of [state.manager, library]) await (revert ? m.revert() : m.commit());
+      expect(bytesToHex(await state.root())).toBe(bytesToHex(await library.getStateRoot()));
+    }
+    for (let who = 0; who < 5; who++)
+      for (let key = 0; key < 6; key++) {
+        const [a, b] = [
+          await state.manager.getStorage(address(who), slot(key)),
+          await library.getStorage(address(who), slot(key)),
+        ];
+        expect(bytesToHex(a)).toBe(bytesToHex(b));
+      }
+    const root = await commitTo(db, store, state);
+    const reopened = await WorldState.open(new NodeStore(db), root);
+    expect(bytesToHex(await reopened.getStorage(address(1).bytes as Address, slot(2)))).toBe(
+      bytesToHex(await state.getStorage(address(1).bytes as Address, slot(2))),
+    );
   });
 
   it("keeps older roots readable (archive)", async () => {
