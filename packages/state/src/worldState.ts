@@ -70,9 +70,20 @@ class CountingStateManager extends MerkleStateManager {
     return this.#counted(super.putAccount(...args));
   }
 
-  override deleteAccount(...args: Parameters<MerkleStateManager["deleteAccount"]>) {
+  override deleteAccount(address: EJSAddress) {
     this.changes++;
-    return this.#counted(super.deleteAccount(...args));
+    return this.#counted(this.#deleteAccount(address));
+  }
+
+  /**
+   * The library's `deleteAccount`, which forgets the account's cached storage but keeps its
+   * storage trie among the ones it has opened (`_storageTries`, by hashed address): an account
+   * created again at the address while this state is open would read and write its slots on
+   * the old trie. The trie goes too; the next access opens it from the account's own root.
+   */
+  async #deleteAccount(address: EJSAddress): Promise<void> {
+    await super.deleteAccount(address);
+    delete this._storageTries[bytesToUnprefixedHex(keccak256(address.bytes))];
   }
 
   override modifyAccountFields(...args: Parameters<MerkleStateManager["modifyAccountFields"]>) {

@@ -155,6 +155,32 @@ describe("WorldState on LevelDB", () => {
     );
   });
 
+  it("gives an account created again at a deleted account's address empty storage", async () => {
+    const state = await WorldState.open(new NodeStore(db));
+    const m = state.manager;
+    const a = new EJSAddress(TOKEN);
+    await m.putAccount(a, new Account(1n, 0n));
+    await m.putStorage(a, slot(1), Uint8Array.of(7));
+    await state.commit();
+    // A later transaction on the same open state reads the slot, destroys the contract and
+    // creates one at the same address, which writes another slot.
+    await m.checkpoint();
+    expect(bytesToHex(await m.getStorage(a, slot(1)))).toBe("0x07");
+    await m.deleteAccount(a);
+    await m.putAccount(a, new Account(1n, 0n));
+    await m.putStorage(a, slot(2), Uint8Array.of(9));
+    await m.commit();
+    await state.commit();
+    expect(bytesToHex(await m.getStorage(a, slot(1)))).toBe("0x");
+    const fresh = await WorldState.open(new NodeStore(db));
+    await fresh.manager.putAccount(a, new Account(1n, 0n));
+    await fresh.manager.putStorage(a, slot(2), Uint8Array.of(9));
+    await fresh.commit();
+    expect(bytesToHex((await m.getAccount(a))!.storageRoot)).toBe(
+      bytesToHex((await fresh.manager.getAccount(a))!.storageRoot),
+    );
+  });
+
   it("keeps older roots readable (archive)", async () => {
     const store = new NodeStore(db);
     const state = await WorldState.open(store);
