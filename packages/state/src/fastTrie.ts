@@ -1,5 +1,7 @@
 import { MerklePatriciaTrie, type MPTOpts } from "@ethereumjs/mpt";
 import { RLP } from "@ethereumjs/rlp";
+import { equalBytes } from "@nodex/types";
+import { commonLength, decodePath, encodePath, nibbles } from "./triePaths.js";
 
 /**
  * A node as RLP decodes it: a branch is 17 items (16 children, then the value), a leaf or an
@@ -82,29 +84,29 @@ export class FastTrie extends MerklePatriciaTrie {
     if (!this.#plain) return super.put(key, value, skipKeyTransform);
     if (value === null || value.length === 0) return this.del(key, skipKeyTransform);
     const path = nibbles(skipKeyTransform ? key : this.appliedKey(key));
-    await this._lock.acquire();
-    try {
-      const writes: Write[] = [];
-      const before = await this.#rootNode();
-      const after = await this.#insert(before, path, 0, value, writes);
-      if (after === before) return;
-      this.root(this.#storeRoot(after, writes));
-      await this._db.batch(writes);
-    } finally {
-      this._lock.release();
-    }
+    await this.#change((root, writes) => this.#insert(root, path, 0, value, writes));
   }
 
   override async del(key: Uint8Array, skipKeyTransform = false) {
     if (!this.#plain) return super.del(key, skipKeyTransform);
     const path = nibbles(skipKeyTransform ? key : this.appliedKey(key));
+    await this.#change((root, writes) => this.#remove(root, path, 0, writes));
+  }
+
+  /**
+   * Applies `change` to the root node under the trie's lock; a new root and the nodes made for
+   * it are written, an unchanged root (the same object back) writes nothing.
+   */
+  async #change(
+    change: (root: RawNode | null, writes: Write[]) => Promise<RawNode | null>,
+  ): Promise<void> {
     await this._lock.acquire();
     try {
       const writes: Write[] = [];
       const before = await this.#rootNode();
-      const after = await this.#remove(before, path, 0, writes);
+      const after = await change(before, writes);
       if (after === before) return;
-      this.root(after === null ? this.EMPTY_TRIE_ROOT : this.#storeRoot(after, writes));
+      this.root(after === null ? this.EMPTY_TRIE_ROOT : this.#store(after, writes));
       await this._db.batch(writes);
     } finally {
       this._lock.release();
@@ -113,7 +115,7 @@ export class FastTrie extends MerklePatriciaTrie {
 
   async #rootNode(): Promise<RawNode | null> {
     const root = this.root();
-    return equal(root, this.EMPTY_TRIE_ROOT) ? null : this.#resolve(root);
+    return equalBytes(root, this.EMPTY_TRIE_ROOT) ? null : this.#resolve(root);
   }
 
   /** The node a child reference names (null for none); a missing node throws as the library does. */
@@ -131,15 +133,15 @@ export class FastTrie extends MerklePatriciaTrie {
   /** The reference to `node` in its parent: its hash once written, or itself when short. */
   #ref(node: RawNode, writes: Write[]): Ref {
     const encoded = RLP.encode(node);
-    if (encoded.length < 32) return node;
-    const hash = this.hash(encoded);
-    writes.push({ type: "put", key: hash, value: encoded });
-    return hash;
+    return encoded.length < 32 ? node : this.#write(encoded, writes);
   }
 
   /** The root is written and named by its hash whatever its length. */
-  #storeRoot(node: RawNode, writes: Write[]): Uint8Array {
-    const encoded = RLP.encode(node);
+  #store(node: RawNode, writes: Write[]): Uint8Array {
+    return this.#write(RLP.encode(node), writes);
+  }
+
+  #write(encoded: Uint8Array, writes: Write[]): Uint8Array {
     const hash = this.hash(encoded);
     writes.push({ type: "put", key: hash, value: encoded });
     return hash;
@@ -160,7 +162,7 @@ export class FastTrie extends MerklePatriciaTrie {
     if (node.length === 17) {
       const out = node.slice();
       if (at === path.length) {
-        if (equal(node[16] as Uint8Array, value)) return node;
+        if (equalBytes(node[16] as Uint8Array, value)) return node;
         out[16] = value;
       } else {
         const i = path[at]!;
@@ -175,7 +177,7 @@ export class FastTrie extends MerklePatriciaTrie {
     const common = commonLength(part, path, at);
     if (common === part.length) {
       if (isLeaf && at + common === path.length)
-        return equal(node[1] as Uint8Array, value) ? node : [node[0]!, value];
+        return equalBytes(node[1] as Uint8Array, value) ? node : [node[0]!, value];
       if (!isLeaf) {
         const child = await this.#resolve(node[1]!);
         const updated = await this.#insert(child, path, at + common, value, writes);
@@ -280,56 +282,8 @@ function storedValue(value: Uint8Array): Uint8Array | null {
   return value.length === 0 ? null : value.slice();
 }
 
-function nibbles(key: Uint8Array): Uint8Array {
-  const out = new Uint8Array(key.length * 2);
-  for (let i = 0; i < key.length; i++) {
-    out[2 * i] = key[i]! >> 4;
-    out[2 * i + 1] = key[i]! & 15;
-  }
-  return out;
-}
-
-/** A leaf's or an extension's path in compact (hex-prefix) form. */
-function encodePath(path: Uint8Array, isLeaf: boolean): Uint8Array {
-  const odd = path.length & 1;
-  const out = new Uint8Array((path.length >> 1) + 1);
-  out[0] = ((isLeaf ? 2 : 0) + odd) << 4;
-  let i = 0;
-  if (odd === 1) out[0]! |= path[i++]!;
-  for (let j = 1; i < path.length; i += 2, j++) out[j] = (path[i]! << 4) | path[i + 1]!;
-  return out;
-}
-
-function decodePath(compact: Uint8Array): [isLeaf: boolean, path: Uint8Array] {
-  if (compact.length === 0) throw new Error("Invalid node");
-  const flag = compact[0]! >> 4;
-  if (flag > 3) throw new Error("Invalid node");
-  const odd = flag & 1;
-  const out = new Uint8Array((compact.length - 1) * 2 + odd);
-  let j = 0;
-  if (odd === 1) out[j++] = compact[0]! & 15;
-  for (let i = 1; i < compact.length; i++) {
-    out[j++] = compact[i]! >> 4;
-    out[j++] = compact[i]! & 15;
-  }
-  return [flag >= 2, out];
-}
-
-function commonLength(part: Uint8Array, path: Uint8Array, at: number): number {
-  const max = Math.min(part.length, path.length - at);
-  let n = 0;
-  while (n < max && part[n] === path[at + n]) n++;
-  return n;
-}
-
 function startsWith(path: Uint8Array, at: number, part: Uint8Array): boolean {
   if (path.length - at < part.length) return false;
   for (let i = 0; i < part.length; i++) if (path[at + i] !== part[i]) return false;
-  return true;
-}
-
-function equal(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }

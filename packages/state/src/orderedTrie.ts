@@ -1,11 +1,11 @@
 import { RLP } from "@ethereumjs/rlp";
 import { keccak256 } from "@nodex/types";
+import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
+import { commonLength, encodePath, nibbles } from "./triePaths.js";
 
-/** keccak256 of the RLP of an empty trie. */
-const EMPTY_ROOT = keccak256(RLP.encode(new Uint8Array()));
 const EMPTY = new Uint8Array();
 
-type Nibbles = readonly number[];
+type Nibbles = Uint8Array;
 type TrieNode =
   | { readonly kind: "leaf"; readonly path: Nibbles; readonly value: Uint8Array }
   | { readonly kind: "extension"; readonly path: Nibbles; child: TrieNode }
@@ -19,7 +19,7 @@ type Item = Uint8Array | Item[];
  * them in a database-backed trie. The tests check it against `@ethereumjs/mpt`.
  */
 export async function orderedTrieRoot(values: readonly Uint8Array[]): Promise<Uint8Array> {
-  if (values.length === 0) return EMPTY_ROOT.slice();
+  if (values.length === 0) return EMPTY_TRIE_ROOT.slice();
   // The root is hashed even when its encoding is shorter than 32 bytes.
   return keccak256(RLP.encode(encodeNode(buildOrderedTrie(values))));
 }
@@ -67,18 +67,6 @@ function buildOrderedTrie(values: readonly Uint8Array[]): TrieNode {
   return root!;
 }
 
-function nibbles(key: Uint8Array): number[] {
-  const out: number[] = [];
-  for (const byte of key) out.push(byte >> 4, byte & 0x0f);
-  return out;
-}
-
-function commonPrefix(a: Nibbles, b: Nibbles): number {
-  let i = 0;
-  while (i < a.length && i < b.length && a[i] === b[i]) i++;
-  return i;
-}
-
 function newBranch(): TrieNode & { kind: "branch" } {
   return {
     kind: "branch",
@@ -98,7 +86,7 @@ function insert(node: TrieNode | undefined, path: Nibbles, value: Uint8Array): T
     node.children[path[0]!] = insert(node.children[path[0]!], path.slice(1), value);
     return node;
   }
-  const common = commonPrefix(node.path, path);
+  const common = commonLength(node.path, path);
   if (node.kind === "leaf" && common === node.path.length && common === path.length)
     return { kind: "leaf", path, value };
   if (node.kind === "extension" && common === node.path.length) {
@@ -123,22 +111,12 @@ function insert(node: TrieNode | undefined, path: Nibbles, value: Uint8Array): T
   return common === 0 ? branch : { kind: "extension", path: path.slice(0, common), child: branch };
 }
 
-/** The hex-prefix encoding of a path: a flag nibble (leaf, odd length), then the nibbles. */
-function hexPrefix(path: Nibbles, leaf: boolean): Uint8Array {
-  const odd = path.length % 2 === 1;
-  const flag = (leaf ? 2 : 0) + (odd ? 1 : 0);
-  const all = odd ? [flag, ...path] : [flag, 0, ...path];
-  const out = new Uint8Array(all.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = (all[2 * i]! << 4) | all[2 * i + 1]!;
-  return out;
-}
-
 function encodeNode(node: TrieNode): Item[] {
   switch (node.kind) {
     case "leaf":
-      return [hexPrefix(node.path, true), node.value];
+      return [encodePath(node.path, true), node.value];
     case "extension":
-      return [hexPrefix(node.path, false), reference(node.child)];
+      return [encodePath(node.path, false), reference(node.child)];
     case "branch":
       return [...node.children.map((c) => (c === undefined ? EMPTY : reference(c))), node.value];
   }
