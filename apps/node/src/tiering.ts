@@ -16,7 +16,7 @@ import { setFlagsFromString } from "node:v8";
  * bytecode: a block's path is a long chain of async functions, each compiled with most of the
  * next. On V8 11 that compiling took a third of a fresh node's CPU in its first 2,000 transfers
  * (300 functions, 1.7 s on the compiler's thread). With inlining capped at 300 bytes, 2,000 ETH
- * transfers and then 2,000 ERC-20 transfers to a fresh node cost 1,355–1,440 and 1,400–1,580 µs
+ * transfers and then 2,000 ERC-20 transfers to a fresh node cost 1,325–1,440 and 1,400–1,580 µs
  * each instead of 1,510–1,695 and 1,555–1,785; a warm node runs transfers and `eth_call` as
  * fast either way.
  *
