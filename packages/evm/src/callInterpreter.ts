@@ -1,6 +1,6 @@
 import type { StateManagerInterface } from "@ethereumjs/common";
 import { Address as EJSAddress } from "@ethereumjs/util";
-import { bytesToUnprefixedHex, keccak256 } from "@nodex/types";
+import { type Address, bytesToUnprefixedHex, type Hash32, keccak256, type Log } from "@nodex/types";
 import type { CodeByHash } from "./callState.js";
 import { bytesValue, SMALL, wordBytes, wordOf, writeWord } from "./words.js";
 
@@ -126,6 +126,26 @@ export interface CallEnvironment {
   readonly timestamp: bigint;
   readonly gasLimit: bigint;
   readonly difficulty: bigint;
+}
+
+/**
+ * What a transaction's run did (`CallInterpreter.transact`), for the executor to write into the
+ * state: nothing is written while it runs.
+ */
+export interface TransactionResult {
+  readonly success: boolean;
+  /** The return data, or the revert data. */
+  readonly output: Uint8Array;
+  /** Execution gas used (without the intrinsic gas), before refunds. */
+  readonly gasUsed: number;
+  /** The refund counter at the end (EIP-2200 with EIP-3529's values), before its cap. */
+  readonly refund: number;
+  /** The logs, in order (none when it failed). */
+  readonly logs: readonly Log[];
+  /** Every balance it changed, by address key (40 hex digits), the sender's included. */
+  readonly balances: ReadonlyMap<string, bigint>;
+  /** The slots whose value it changed, by address key, with their new values. */
+  readonly storage: ReadonlyMap<string, ReadonlyMap<bigint, bigint>>;
 }
 
 export interface CallResult {
@@ -343,6 +363,10 @@ export class CallInterpreter {
       valueTransfer: p("callValueTransferGas"),
       newAccount: p("callNewAccountGas"),
       stipend: p("callStipendGas"),
+      sstoreReset: p("sstoreResetGas"),
+      sstoreInitRefund: p("sstoreInitRefundEIP2200Gas"),
+      sstoreCleanRefund: p("sstoreCleanRefundEIP2200Gas"),
+      sstoreClearRefund: p("sstoreClearRefundEIP2200Gas"),
     };
   }
 
@@ -358,7 +382,7 @@ export class CallInterpreter {
     reads: StateReads = new StateReads().at(0),
   ): Promise<CallResult | undefined> {
     if (!(env.gas >= 0 && env.gas <= MAX_CALL_GAS)) return undefined;
-    const run = new CallRun(base, this.#code, this.#rules, this.#g, env, reads);
+    const run = new CallRun(base, this.#code, this.#rules, this.#g, env, reads, undefined);
     try {
       const end = await run.top();
       if (end.output === HALTED && !halts) return undefined;
@@ -369,12 +393,42 @@ export class CallInterpreter {
         gasUsed: env.gas - end.gasLeft,
       };
     } catch (error) {
-      if (error instanceof Unsupported) return undefined;
-      // Out of JavaScript stack in a deep recursion of frames: the library's run decides.
-      if (error instanceof RangeError) return undefined;
-      throw error;
+      return unsupported(error);
     }
   }
+
+  /**
+   * Runs a transaction's message call (not a creation) on `base`, which it only reads: the
+   * sender has paid the gas up front (`senderBalance` is what it holds after that) and its
+   * nonce is raised. The changes come back in the result, for the caller to write. `undefined`
+   * when the library must run it: what `call` leaves to it, a transaction that ends in an
+   * exceptional halt (the library gives the error its words), and one that would leave an
+   * account empty (EIP-161's deletion of touched empty accounts is the library's).
+   */
+  async transact(
+    base: StateManagerInterface,
+    env: CallEnvironment,
+    senderBalance: bigint,
+    reads: StateReads = new StateReads().at(0),
+  ): Promise<TransactionResult | undefined> {
+    if (!(env.gas >= 0 && env.gas <= MAX_CALL_GAS)) return undefined;
+    const run = new CallRun(base, this.#code, this.#rules, this.#g, env, reads, senderBalance);
+    try {
+      const end = await run.top();
+      if (end.output === HALTED) return undefined;
+      return run.changes(end, env.gas);
+    } catch (error) {
+      return unsupported(error);
+    }
+  }
+}
+
+/** `undefined` for a run that needs the library; rethrows anything else. */
+function unsupported(error: unknown): undefined {
+  if (error instanceof Unsupported) return undefined;
+  // Out of JavaScript stack in a deep recursion of frames: the library's run decides.
+  if (error instanceof RangeError) return undefined;
+  throw error;
 }
 
 /** The library's address objects by hex key, shared by calls (they are never changed). */
@@ -405,6 +459,12 @@ class CallRun {
   readonly #transient = new Map<string, Map<bigint, bigint>>();
   /** Undo actions of writes and warm-ups, undone back to a frame's mark when it fails. */
   readonly #undo: (() => void)[] = [];
+  /** A transaction's run (`transact`): it keeps logs and refunds, and pays no top-up. */
+  readonly #tx: boolean;
+  /** The sender's balance once it has paid for its gas (a transaction's run). */
+  readonly #senderBalance: bigint;
+  #refund = 0;
+  readonly #logs: Log[] = [];
 
   constructor(
     base: StateManagerInterface,
@@ -413,8 +473,11 @@ class CallRun {
     g: Record<string, number>,
     env: CallEnvironment,
     reads: StateReads,
+    senderBalance: bigint | undefined,
   ) {
     this.#base = base;
+    this.#tx = senderBalance !== undefined;
+    this.#senderBalance = senderBalance ?? 0n;
     this.#reads = reads;
     this.#original = reads.storage;
     this.#accounts = reads.accounts;
@@ -435,7 +498,9 @@ class CallRun {
   async top(): Promise<FrameEnd> {
     const env = this.#env;
     const key = bytesToUnprefixedHex(env.to);
-    if (env.value > 0n) {
+    // Before the frame's mark: a failed transaction's sender keeps what it paid for gas.
+    if (this.#tx) this.#balances.set(this.#originKey, this.#senderBalance);
+    else if (env.value > 0n) {
       // The library's run raises the sender's balance to the value when it is short of it.
       const balance = (await this.#account(this.#originKey))?.balance ?? 0n;
       if (balance < env.value) this.#setBalance(this.#originKey, env.value);
@@ -463,6 +528,13 @@ class CallRun {
    */
   async #message(f: Frame, codeKey: string, from: string | undefined): Promise<FrameEnd> {
     const mark = this.#undo.length;
+    if (this.#tx && from !== undefined) {
+      // The library touches the target of every message but a DELEGATECALL's, and deletes it at
+      // the transaction's end when it is empty (EIP-161): a run that touches an empty account
+      // that exists is left to it.
+      const target = await this.#baseAccount(f.key);
+      if (target?.empty === true) throw new Unsupported("touches an empty account");
+    }
     if (from !== undefined && f.value !== 0n) {
       const sender = (await this.#account(from))?.balance ?? 0n;
       this.#setBalance(from, sender - f.value);
@@ -499,6 +571,48 @@ class CallRun {
   #undoTo(mark: number): void {
     for (let i = this.#undo.length - 1; i >= mark; i--) this.#undo[i]!();
     this.#undo.length = mark;
+  }
+
+  /**
+   * A transaction's changes once its top frame has ended (a failure has undone all but the
+   * sender's payment for gas); `undefined` when an account it changed would be left empty.
+   */
+  changes(end: FrameEnd, gas: number): TransactionResult | undefined {
+    for (const [key, balance] of this.#balances) {
+      if (balance !== 0n || key === this.#originKey) continue;
+      const base = this.#accounts.get(key);
+      if (base === undefined || base === null || (base.nonceZero && !base.hasCode))
+        return undefined;
+    }
+    const storage = new Map<string, Map<bigint, bigint>>();
+    for (const [key, slots] of this.#written) {
+      const original = this.#original.get(key);
+      let changed: Map<bigint, bigint> | undefined;
+      for (const [slot, value] of slots) {
+        if (original?.get(slot) === value) continue;
+        changed ??= new Map();
+        changed.set(slot, value);
+      }
+      if (changed !== undefined) storage.set(key, changed);
+    }
+    return {
+      success: end.success,
+      output: end.output,
+      gasUsed: gas - end.gasLeft,
+      refund: end.success ? this.#refund : 0,
+      logs: end.success ? this.#logs : [],
+      balances: this.#balances,
+      storage,
+    };
+  }
+
+  /** Sets the refund counter (a transaction's run), undone with the frame that set it. */
+  #setRefund(refund: number): void {
+    const before = this.#refund;
+    this.#refund = refund;
+    this.#undo.push(() => {
+      this.#refund = before;
+    });
   }
 
   /** Sets an account's balance in this call (undone with the frame that set it). */
@@ -635,6 +749,11 @@ class CallRun {
     return this.#g.coldAccount!;
   }
 
+  /** Whether the slot is warm (without warming it). */
+  #isWarmSlot(key: string, slot: bigint): boolean {
+    return this.#warmSlots.get(key)?.has(slot) === true;
+  }
+
   /** Whether the slot was cold, warming it. */
   #warmSlot(key: string, slot: bigint): boolean {
     let slots = this.#warmSlots.get(key);
@@ -663,6 +782,29 @@ class CallRun {
     }
     if (!end.success) this.#undoTo(mark);
     return end;
+  }
+
+  /**
+   * The refund counter's change for an SSTORE that changes the slot, as the library's EIP-2200
+   * handler makes it (its reductions stop at zero), with EIP-2929's refunds for a warm slot.
+   */
+  #sstoreRefund(key: string, slot: bigint, original: bigint, current: bigint, value: bigint): void {
+    const g = this.#g;
+    let refund = this.#refund;
+    if (original === current) {
+      if (original !== 0n && value === 0n) refund += g.sstoreClearRefund!;
+    } else {
+      if (original !== 0n) {
+        if (current === 0n) refund = Math.max(0, refund - g.sstoreClearRefund!);
+        else if (value === 0n) refund += g.sstoreClearRefund!;
+      }
+      if (original === value) {
+        const warm = this.#isWarmSlot(key, slot);
+        if (original === 0n) refund += warm ? g.sstoreInit! - g.warmRead! : g.sstoreInitRefund!;
+        else refund += warm ? g.sstoreReset! - g.coldSload! - g.warmRead! : g.sstoreCleanRefund!;
+      }
+    }
+    if (refund !== this.#refund) this.#setRefund(refund);
   }
 
   async #exec(f: Frame, mem: Memory): Promise<FrameEnd> {
@@ -1049,7 +1191,7 @@ class CallRun {
           break;
         }
         case 0x55: {
-          // SSTORE (EIP-2200 with EIP-2929's costs; refunds do not count in a call's gas used)
+          // SSTORE (EIP-2200 with EIP-2929's costs; refunds count only in a transaction's run)
           if (f.isStatic) throw STATIC_STATE_CHANGE;
           if (sp < 2) throw STACK_UNDERFLOW;
           if (gas <= g.sentry!) throw OUT_OF_GAS;
@@ -1061,6 +1203,8 @@ class CallRun {
           if (current === value) cost = g.sstoreNoop!;
           else if (original === current) cost = original === 0n ? g.sstoreInit! : g.sstoreClean!;
           else cost = g.sstoreDirty!;
+          if (this.#tx && current !== value)
+            this.#sstoreRefund(f.key, slot, original, current, value);
           if (this.#warmSlot(f.key, slot)) cost += g.coldSload!;
           gas -= cost;
           if (gas < 0) throw OUT_OF_GAS;
@@ -1143,7 +1287,7 @@ class CallRun {
         case 0xa2:
         case 0xa3:
         case 0xa4: {
-          // LOG0…LOG4: charged; a call's logs go nowhere
+          // LOG0…LOG4: charged; a call's logs go nowhere, a transaction's are kept
           if (f.isStatic) throw STATIC_STATE_CHANGE;
           const topics = op - 0xa0;
           if (sp < 2 + topics) throw STACK_UNDERFLOW;
@@ -1151,6 +1295,17 @@ class CallRun {
           const o = n === 0 ? 0 : small(stack[sp - 1]!);
           gas -= mem.expand(o, n, memGas, quadDiv) + g.logTopic! * topics + g.logData! * n;
           if (!(gas >= 0)) throw OUT_OF_GAS;
+          if (this.#tx) {
+            const words: Hash32[] = [];
+            for (let t = 0; t < topics; t++) words.push(wordBytes(stack[sp - 3 - t]!) as Hash32);
+            const logs = this.#logs;
+            logs.push({
+              address: wordBytes(f.address).subarray(12) as Address,
+              topics: words,
+              data: n === 0 ? new Uint8Array(0) : mem.buf.slice(o, o + n),
+            });
+            this.#undo.push(() => logs.pop());
+          }
           stack.length = sp - 2 - topics;
           break;
         }

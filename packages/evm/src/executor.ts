@@ -28,6 +28,7 @@ import { installExecuteCall, installFastSteps, installRunInterpreter, stop } fro
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
+import { wordBytes } from "./words.js";
 
 /** The Ethereum fork whose opcodes and precompiles the chain runs (PUSH0, MCOPY, transient storage). */
 export const EVM_HARDFORK = Hardfork.Cancun;
@@ -134,6 +135,7 @@ export class Executor {
 
   readonly #libraryOpcodes: boolean;
   readonly #libraryCalls: boolean;
+  readonly #libraryTransactions: boolean;
   /** The interpreter of calls (`callInterpreter.ts`), made with the first EVM's tables. */
   #interpreter: Promise<CallInterpreter> | undefined;
   /** What calls read of each state, while it does not change (`StateReads`). */
@@ -141,15 +143,21 @@ export class Executor {
 
   /**
    * `libraryOpcodes`: run `@ethereumjs/evm`'s own opcode and gas handlers, not the faster ones
-   * of `fastOpcodes.ts`; `libraryCalls`: run every call on the library, not on
-   * `callInterpreter.ts` first (same results; for tests that compare the two).
+   * of `fastOpcodes.ts`; `libraryCalls`, `libraryTransactions`: run every call, every
+   * transaction on the library, not on `callInterpreter.ts` first (same results; for tests that
+   * compare the two).
    */
   constructor(
     network: NetworkPreset,
-    opts: { readonly libraryOpcodes?: boolean; readonly libraryCalls?: boolean } = {},
+    opts: {
+      readonly libraryOpcodes?: boolean;
+      readonly libraryCalls?: boolean;
+      readonly libraryTransactions?: boolean;
+    } = {},
   ) {
     this.#libraryOpcodes = opts.libraryOpcodes === true;
     this.#libraryCalls = opts.libraryCalls === true;
+    this.#libraryTransactions = opts.libraryTransactions === true;
     this.common = createCustomCommon(
       { chainId: network.chainId, name: `nodex-${network.name}` },
       Mainnet,
@@ -221,7 +229,6 @@ export class Executor {
     gasUsedBefore: bigint,
     tracer?: ExecutionTracer,
   ): Promise<TransactionOutcome> {
-    const evm = await this.#evmFor(state);
     const caller = new EJSAddress(tx.from);
     const from = bytesToHex(tx.from);
     if (tx.gasPrice < block.minimumGasPrice) {
@@ -249,13 +256,6 @@ export class Executor {
         `max initcode size exceeded: code size ${tx.data.length}, limit ${MAX_INITCODE_SIZE}`,
       );
     }
-    await evm.journal.cleanup();
-    // EIP-2200's original values are the slots' values when this transaction starts, also when
-    // the block holds the state manager's checkpoint open across its transactions.
-    state.manager.originalStorageCache.clear();
-    this.#warm(evm, tx.from, tx.to, block.coinbase);
-
-    const reader = tracer === undefined ? undefined : stateReader(evm);
     const account = (await state.manager.getAccount(caller)) ?? new Account();
     if (account.nonce > tx.nonce) {
       throw new ExecutionError(
@@ -276,6 +276,23 @@ export class Executor {
         `insufficient funds for gas * price + value: address ${from} have ${account.balance} want ${upfront + tx.value}`,
       );
     }
+    if (
+      tracer === undefined &&
+      !this.#libraryTransactions &&
+      tx.to !== null &&
+      tx.gasLimit - intrinsic <= MAX_CALL_GAS
+    ) {
+      const outcome = await this.#transact(state, tx, block, gasUsedBefore, intrinsic, account);
+      if (outcome !== undefined) return outcome;
+    }
+
+    const evm = await this.#evmFor(state);
+    await evm.journal.cleanup();
+    // EIP-2200's original values are the slots' values when this transaction starts, also when
+    // the block holds the state manager's checkpoint open across its transactions.
+    state.manager.originalStorageCache.clear();
+    this.#warm(evm, tx.from, tx.to, block.coinbase);
+    const reader = tracer === undefined ? undefined : stateReader(evm);
     if (tracer !== undefined && reader !== undefined)
       await tracer.txStart?.(
         {
@@ -368,6 +385,105 @@ export class Executor {
   }
 
   /**
+   * Runs a transaction's message call on the interpreter (`CallInterpreter.transact`) and
+   * writes what it changed into `state`: the outcome, or `undefined`, having written nothing,
+   * when the library must run it. `account` is the sender's, checked and not yet charged.
+   */
+  async #transact(
+    state: WorldState,
+    tx: SignedTransaction,
+    block: BlockContext,
+    gasUsedBefore: bigint,
+    intrinsic: bigint,
+    account: Account,
+  ): Promise<TransactionOutcome | undefined> {
+    const result = await (await this.#interpreterFor(state)).transact(
+      state.manager,
+      {
+        from: tx.from,
+        to: tx.to!,
+        data: tx.data,
+        value: tx.value,
+        gas: Number(tx.gasLimit - intrinsic),
+        gasPrice: tx.gasPrice,
+        coinbase: block.coinbase,
+        number: block.number,
+        timestamp: block.timestamp,
+        gasLimit: block.gasLimit,
+        difficulty: block.difficulty,
+      },
+      account.balance - tx.gasLimit * tx.gasPrice,
+      this.#readsOf(state),
+    );
+    if (result === undefined) return undefined;
+
+    let gasUsed = intrinsic + BigInt(result.gasUsed);
+    const refund = BigInt(result.refund);
+    const cap = gasUsed / MAX_REFUND_QUOTIENT;
+    gasUsed -= refund < cap ? refund : cap;
+
+    const manager = state.manager;
+    for (const [key, slots] of result.storage) {
+      const address = new EJSAddress(hexToBytes(`0x${key}`));
+      for (const [slot, value] of slots)
+        await manager.putStorage(address, wordBytes(slot), wordBytes(value));
+    }
+    const senderKey = bytesToUnprefixedHex(tx.from);
+    for (const [key, balance] of result.balances) {
+      if (key === senderKey) continue;
+      const address = new EJSAddress(hexToBytes(`0x${key}`));
+      const other = (await manager.getAccount(address)) ?? new Account();
+      other.balance = balance;
+      await manager.putAccount(address, other);
+    }
+    const caller = new EJSAddress(tx.from);
+    const sender = (await manager.getAccount(caller)) ?? new Account();
+    sender.nonce = account.nonce + 1n;
+    sender.balance = result.balances.get(senderKey)! + (tx.gasLimit - gasUsed) * tx.gasPrice;
+    await manager.putAccount(caller, sender);
+    const fee = gasUsed * tx.gasPrice;
+    if (fee > 0n) {
+      const miner = new EJSAddress(block.coinbase);
+      const minerAccount = (await manager.getAccount(miner)) ?? new Account();
+      minerAccount.balance += fee;
+      await manager.putAccount(miner, minerAccount);
+    }
+
+    const logs = result.logs;
+    const cumulativeGasUsed = gasUsedBefore + gasUsed;
+    const status = result.success ? 1 : 0;
+    return {
+      status,
+      gasUsed,
+      cumulativeGasUsed,
+      fee,
+      logs,
+      contractAddress: null,
+      returnValue: result.output,
+      error: result.success ? undefined : "revert",
+      receipt: { status, cumulativeGasUsed, logsBloom: logsBloom(logs), logs },
+    };
+  }
+
+  /** The interpreter of calls and transactions, made with the tables of the first EVM. */
+  #interpreterFor(state: WorldState): Promise<CallInterpreter> {
+    this.#interpreter ??= this.#evmFor(state).then(
+      (evm) => new CallInterpreter(callRules(evm), this.#code),
+    );
+    return this.#interpreter;
+  }
+
+  /** What calls and transactions have read of `state` while it has not changed. */
+  #readsOf(state: WorldState): StateReads {
+    let reads = this.#reads.get(state);
+    if (reads === undefined) {
+      reads = new StateReads();
+      this.#reads.set(state, reads);
+    }
+    return reads.at(state.changes);
+  }
+
+  /**
    * Runs a call on `state` and throws its changes away. Balance is not checked (the call pays
    * nothing); the nonce is the sender's own.
    *
@@ -396,15 +512,7 @@ export class Executor {
     }
     const value = req.value ?? 0n;
     if (!this.#libraryCalls && req.to !== null && gas - intrinsic <= MAX_CALL_GAS) {
-      this.#interpreter ??= this.#evmFor(state).then(
-        (evm) => new CallInterpreter(callRules(evm), this.#code),
-      );
-      let reads = this.#reads.get(state);
-      if (reads === undefined) {
-        reads = new StateReads();
-        this.#reads.set(state, reads);
-      }
-      const result = await (await this.#interpreter).call(
+      const result = await (await this.#interpreterFor(state)).call(
         state.manager,
         {
           from: fromBytes,
@@ -420,7 +528,7 @@ export class Executor {
           difficulty: block.difficulty,
         },
         opts.probe === true,
-        reads.at(state.changes),
+        this.#readsOf(state),
       );
       // undefined: a call the interpreter leaves to the library, which runs it from the start
       if (result !== undefined) {

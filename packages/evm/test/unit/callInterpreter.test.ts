@@ -15,8 +15,8 @@ import {
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CallInterpreter } from "../../src/callInterpreter.js";
 import { type BlockContext, type CallRequest, Executor } from "../../src/index.js";
-import { deployCode, push, pushCall, regtestTx } from "./bytecode.js";
-import { program, random } from "./programs.js";
+import { deployCode, push, regtestTx } from "./bytecode.js";
+import { callingProgram, program, random } from "./programs.js";
 
 const [alice] = deriveDevAccounts();
 /**
@@ -189,57 +189,7 @@ describe("the interpreter of calls", () => {
         DEAD,
         ...[4, 10].map((n) => hexToBytes(`0x${n.toString(16).padStart(40, "0")}`)),
       ];
-      /** Calls of random kinds, keeping what they answered in storage and in the return data. */
-      const callingProgram = (index: number): Uint8Array => {
-        const out: number[] = [];
-        // Memory: calldata's first word; storage slot 5 read, so that it counts as warm or cold.
-        out.push(0x60, 0, 0x35, 0x60, 0, 0x52, 0x60, 5, 0x54, 0x50);
-        // Transient storage: TSTORE(1, CALLER), read back by the callees that TLOAD it.
-        out.push(0x33, 0x60, 1, 0x5d, 0x60, 1, 0x5c, 0x60, 0x40, 0x52);
-        const calls = 1 + (next() % 3);
-        for (let c = 0; c < calls; c++) {
-          const kind = ([0xf1, 0xf2, 0xf4, 0xfa] as const)[next() % 4]!;
-          const target = targets[next() % targets.length]!;
-          const gas = next() % 4 === 0 ? undefined : BigInt(next() % 60_000);
-          const retOffset = BigInt(next() % 64);
-          const argsSize = BigInt(next() % 96);
-          // value: none, a little, or more than any contract holds (the call fails, gas comes back)
-          let value = 0n;
-          if (kind === 0xf1 || kind === 0xf2) {
-            const pick = next() % 10;
-            value = pick < 5 ? 0n : pick < 9 ? BigInt(1 + (next() % 500)) : 10n ** 30n;
-          }
-          pushCall(out, { kind, target, gas, value, retOffset, argsSize }, c);
-          // RETURNDATACOPY of the whole return data to memory 64
-          out.push(0x3d, 0x5f, 0x60, 64, 0x3e);
-        }
-        // SSTORE(32, CALLVALUE), SSTORE(33, CALLER), LOG1 of memory with ADDRESS as topic
-        out.push(0x34, 0x60, 32, 0x55, 0x33, 0x60, 33, 0x55, 0x30, 0x60, 32, 0x60, 0, 0xa1);
-        // EXTCODEHASH and BALANCE of CALLER and of ORIGIN, SELFBALANCE, into memory
-        out.push(
-          0x33,
-          0x3f,
-          0x60,
-          0x80,
-          0x52,
-          0x32,
-          0x3f,
-          0x60,
-          0xa0,
-          0x52,
-          0x32,
-          0x31,
-          0x60,
-          0xc0,
-        );
-        out.push(0x52, 0x47, 0x60, 0xe0, 0x52);
-        // One contract in four reverts, one in eight halts, the others return.
-        if (index % 4 === 1) out.push(0x60, 0x40, 0x60, 0, 0xfd);
-        else if (index % 8 === 2) out.push(0xfe);
-        else out.push(0x61, 0x01, 0x00, 0x60, 0, 0xf3);
-        return Uint8Array.from(out);
-      };
-      for (const [i] of contracts.entries()) await deploy(callingProgram(i));
+      for (const [i] of contracts.entries()) await deploy(callingProgram(next, i, targets));
       // Half of the contracts hold a balance to send from; the others only what calls bring.
       for (const [i, c] of contracts.entries()) if (i % 2 === 0) await state.setBalance(c, 2_000n);
       await send({ to: contracts[0], gasLimit: 2_000_000n });

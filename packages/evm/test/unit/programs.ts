@@ -1,3 +1,5 @@
+import { pushCall } from "./bytecode.js";
+
 /** A seeded generator, so that a failure names a program that can be run again. */
 export function random(seed: number): () => number {
   let s = seed >>> 0;
@@ -126,5 +128,50 @@ export function program(next: () => number): Uint8Array {
   // SSTORE(0xff, KECCAK256 of all memory), then RETURN the first word of memory.
   out.push(0x59, 0x60, 0, 0x20, 0x60, 0xff, 0x55);
   out.push(0x60, 32, 0x60, 0, 0xf3);
+  return Uint8Array.from(out);
+}
+
+/**
+ * A contract that makes 1–3 calls of random kinds to `targets` (value: none, a little, or more
+ * than any contract holds), keeping what they answered in storage and in the return data, then
+ * writes, logs and reads balances and code hashes. Contract `index` % 4 = 1 reverts at its end,
+ * % 8 = 2 halts, the others return.
+ */
+export function callingProgram(
+  next: () => number,
+  index: number,
+  targets: readonly Uint8Array[],
+): Uint8Array {
+  const out: number[] = [];
+  // Memory: calldata's first word; storage slot 5 read, so that it counts as warm or cold.
+  out.push(0x60, 0, 0x35, 0x60, 0, 0x52, 0x60, 5, 0x54, 0x50);
+  // Transient storage: TSTORE(1, CALLER), read back by the callees that TLOAD it.
+  out.push(0x33, 0x60, 1, 0x5d, 0x60, 1, 0x5c, 0x60, 0x40, 0x52);
+  const calls = 1 + (next() % 3);
+  for (let c = 0; c < calls; c++) {
+    const kind = ([0xf1, 0xf2, 0xf4, 0xfa] as const)[next() % 4]!;
+    const target = targets[next() % targets.length]!;
+    const gas = next() % 4 === 0 ? undefined : BigInt(next() % 60_000);
+    const retOffset = BigInt(next() % 64);
+    const argsSize = BigInt(next() % 96);
+    // value: none, a little, or more than any contract holds (the call fails, gas comes back)
+    let value = 0n;
+    if (kind === 0xf1 || kind === 0xf2) {
+      const pick = next() % 10;
+      value = pick < 5 ? 0n : pick < 9 ? BigInt(1 + (next() % 500)) : 10n ** 30n;
+    }
+    pushCall(out, { kind, target, gas, value, retOffset, argsSize }, c);
+    // RETURNDATACOPY of the whole return data to memory 64
+    out.push(0x3d, 0x5f, 0x60, 64, 0x3e);
+  }
+  // SSTORE(32, CALLVALUE), SSTORE(33, CALLER), LOG1 of memory with ADDRESS as topic
+  out.push(0x34, 0x60, 32, 0x55, 0x33, 0x60, 33, 0x55, 0x30, 0x60, 32, 0x60, 0, 0xa1);
+  // EXTCODEHASH and BALANCE of CALLER and of ORIGIN, SELFBALANCE, into memory
+  out.push(0x33, 0x3f, 0x60, 0x80, 0x52, 0x32, 0x3f, 0x60, 0xa0, 0x52, 0x32, 0x31, 0x60, 0xc0);
+  out.push(0x52, 0x47, 0x60, 0xe0, 0x52);
+  // One contract in four reverts, one in eight halts, the others return.
+  if (index % 4 === 1) out.push(0x60, 0x40, 0x60, 0, 0xfd);
+  else if (index % 8 === 2) out.push(0xfe);
+  else out.push(0x61, 0x01, 0x00, 0x60, 0, 0xf3);
   return Uint8Array.from(out);
 }
