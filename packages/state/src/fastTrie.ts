@@ -15,6 +15,14 @@ const EMPTY = new Uint8Array(0);
 const MISSING = "Missing node in DB";
 
 /**
+ * Nodes as decoded, by the encoded bytes the database handed out or the trie wrote: the store
+ * hands out the same array for a node each time (its pending writes, its cache), so a node is
+ * decoded once while its bytes are kept there, and an entry lives no longer than its bytes.
+ * Nodes are never changed once made (a change makes new ones), so every trie may share them.
+ */
+const decoded = new WeakMap<Uint8Array, RawNode>();
+
+/**
  * `@ethereumjs/mpt`'s trie with reads, writes and deletions that walk the nodes as RLP decodes
  * them, instead of through the library's node classes and its walk controller. The trie is the
  * same (an Ethereum trie is one shape for one set of keys and values): same root, same node
@@ -124,21 +132,28 @@ export class FastTrie extends MerklePatriciaTrie {
     if (ref.length === 0) return null;
     const bytes = await this._db.get(ref);
     if (bytes === undefined) throw new Error(MISSING);
+    const known = decoded.get(bytes);
+    if (known !== undefined) return known;
     const node = RLP.decode(bytes);
     if (!Array.isArray(node) || (node.length !== 17 && node.length !== 2))
       throw new Error("Invalid node");
+    decoded.set(bytes, node as RawNode);
     return node as RawNode;
   }
 
   /** The reference to `node` in its parent: its hash once written, or itself when short. */
   #ref(node: RawNode, writes: Write[]): Ref {
     const encoded = RLP.encode(node);
-    return encoded.length < 32 ? node : this.#write(encoded, writes);
+    if (encoded.length < 32) return node;
+    decoded.set(encoded, node);
+    return this.#write(encoded, writes);
   }
 
   /** The root is written and named by its hash whatever its length. */
   #store(node: RawNode, writes: Write[]): Uint8Array {
-    return this.#write(RLP.encode(node), writes);
+    const encoded = RLP.encode(node);
+    decoded.set(encoded, node);
+    return this.#write(encoded, writes);
   }
 
   #write(encoded: Uint8Array, writes: Write[]): Uint8Array {
