@@ -68,7 +68,7 @@ function seen(out: TransactionOutcome) {
  * both and checks that they agree on the outcome and on the state root after it; it counts the
  * transactions the interpreter ran itself.
  */
-async function setup() {
+async function setup(block: BlockContext = BLOCK) {
   const executor = new Executor(NETWORKS.regtest);
   const library = new Executor(NETWORKS.regtest, { libraryTransactions: true });
   const fast = await WorldState.open(new NodeStore(db));
@@ -82,12 +82,17 @@ async function setup() {
   let nonce = 0n;
   let gasUsed = 0n;
   const send = async (fields: Partial<UnsignedTransaction>, what = "") => {
-    const tx = regtestTx(fields, nonce++, alice!.privateKey, fields.gasLimit ?? 1_000_000n);
+    const tx = regtestTx(
+      { gasPrice: block.minimumGasPrice, ...fields },
+      nonce++,
+      alice!.privateKey,
+      fields.gasLimit ?? 1_000_000n,
+    );
     const before = transact.mock.results.length;
-    const a = await executor.executeTransaction(fast, tx, BLOCK, gasUsed);
+    const a = await executor.executeTransaction(fast, tx, block, gasUsed);
     const result = transact.mock.results[before];
     const ran = result !== undefined && (await result.value) !== undefined;
-    const b = await library.executeTransaction(slow, tx, BLOCK, gasUsed);
+    const b = await library.executeTransaction(slow, tx, block, gasUsed);
     expect(seen(a), what).toEqual(seen(b));
     expect(bytesToHex(await fast.root()), `${what}: state root`).toBe(
       bytesToHex(await slow.root()),
@@ -283,5 +288,18 @@ describe("transactions on the interpreter", () => {
     await send({ to: DEAD, value: 0n, gasLimit: 21_000n }, "nothing to it");
     await send({ to: alice!.address, value: 7n, gasLimit: 21_000n }, "to itself");
     expect(counts.fastSuccess).toBe(3);
+  });
+
+  it("leave the library's state at a gas price of 0: no fee, a miner without an account stays without one", async () => {
+    const { send, deploy, counts } = await setup({ ...BLOCK, minimumGasPrice: 0n });
+    // SSTORE(0, CALLVALUE + 1), LOG0 of nothing
+    const at = await deploy(
+      Uint8Array.from([0x34, 0x60, 1, 0x01, 0x5f, 0x55, 0x5f, 0x5f, 0xa0, 0x00]),
+    );
+    await send({ to: at, value: 3n }, "a write and a log at no price");
+    await send({ to: DEAD, value: 1n, gasLimit: 21_000n }, "a transfer at no price");
+    await send({ to: at, data: Uint8Array.of(1), gasLimit: 22_000n }, "out of gas at no price");
+    expect(counts.fastSuccess).toBe(2);
+    expect(counts.library).toBe(1);
   });
 });
