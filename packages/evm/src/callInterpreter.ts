@@ -464,7 +464,8 @@ class CallRun {
   /** The sender's balance once it has paid for its gas (a transaction's run). */
   readonly #senderBalance: bigint;
   #refund = 0;
-  readonly #logs: Log[] = [];
+  /** Made with its first log: an array made empty holds small integers first (V8's elements kinds). */
+  #logs: Log[] | undefined;
 
   constructor(
     base: StateManagerInterface,
@@ -600,7 +601,7 @@ class CallRun {
       output: end.output,
       gasUsed: gas - end.gasLeft,
       refund: end.success ? this.#refund : 0,
-      logs: end.success ? this.#logs : [],
+      logs: end.success ? (this.#logs ?? []) : [],
       balances: this.#balances,
       storage,
     };
@@ -1298,13 +1299,21 @@ class CallRun {
           if (this.#tx) {
             const words: Hash32[] = [];
             for (let t = 0; t < topics; t++) words.push(wordBytes(stack[sp - 3 - t]!) as Hash32);
-            const logs = this.#logs;
-            logs.push({
+            const log: Log = {
               address: wordBytes(f.address).subarray(12) as Address,
               topics: words,
               data: n === 0 ? new Uint8Array(0) : mem.buf.slice(o, o + n),
-            });
-            this.#undo.push(() => logs.pop());
+            };
+            const logs = this.#logs;
+            if (logs === undefined) {
+              this.#logs = [log];
+              this.#undo.push(() => {
+                this.#logs = undefined;
+              });
+            } else {
+              logs.push(log);
+              this.#undo.push(() => logs.pop());
+            }
           }
           stack.length = sp - 2 - topics;
           break;

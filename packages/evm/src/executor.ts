@@ -423,19 +423,9 @@ export class Executor {
     gasUsed -= refund < cap ? refund : cap;
 
     const manager = state.manager;
-    for (const [key, slots] of result.storage) {
-      const address = new EJSAddress(hexToBytes(`0x${key}`));
-      for (const [slot, value] of slots)
-        await manager.putStorage(address, wordBytes(slot), wordBytes(value));
-    }
     const senderKey = bytesToUnprefixedHex(tx.from);
-    for (const [key, balance] of result.balances) {
-      if (key === senderKey) continue;
-      const address = new EJSAddress(hexToBytes(`0x${key}`));
-      const other = (await manager.getAccount(address)) ?? new Account();
-      other.balance = balance;
-      await manager.putAccount(address, other);
-    }
+    await writeStorage(manager, result.storage);
+    await writeBalances(manager, result.balances, senderKey);
     const caller = new EJSAddress(tx.from);
     const sender = (await manager.getAccount(caller)) ?? new Account();
     sender.nonce = account.nonce + 1n;
@@ -590,6 +580,37 @@ export class Executor {
         await evm.journal.deleteAccount(new EJSAddress(hexToBytes(address)));
       }
     }
+  }
+}
+
+/**
+ * Writes the slots a transaction changed (`CallInterpreter.transact`). Apart from `#transact`,
+ * as the balances' writes: code first run by a later kind of transaction (a plain transfer
+ * writes no slot) then recompiles these, not the whole of `#transact`.
+ */
+async function writeStorage(
+  manager: EVMStateManager,
+  storage: ReadonlyMap<string, ReadonlyMap<bigint, bigint>>,
+): Promise<void> {
+  for (const [key, slots] of storage) {
+    const address = new EJSAddress(hexToBytes(`0x${key}`));
+    for (const [slot, value] of slots)
+      await manager.putStorage(address, wordBytes(slot), wordBytes(value));
+  }
+}
+
+/** Writes the balances a transaction moved, but the sender's (`#transact` writes it). */
+async function writeBalances(
+  manager: EVMStateManager,
+  balances: ReadonlyMap<string, bigint>,
+  senderKey: string,
+): Promise<void> {
+  for (const [key, balance] of balances) {
+    if (key === senderKey) continue;
+    const address = new EJSAddress(hexToBytes(`0x${key}`));
+    const other = (await manager.getAccount(address)) ?? new Account();
+    other.balance = balance;
+    await manager.putAccount(address, other);
   }
 }
 
