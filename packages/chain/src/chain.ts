@@ -1,11 +1,13 @@
 import type { BlockContext, Executor } from "@nodex/evm";
 import {
+  AccountReader,
   Bucket,
   type Database,
   NodeCache,
   NodeStore,
   orderedTrieRoot,
   pruneTrieNodes,
+  StateError,
   WorldState,
   type WriteOp,
 } from "@nodex/state";
@@ -302,6 +304,25 @@ export class Chain {
       ChainErrorCode.STATE_MISSING,
       `state of block ${header.number} is pruned: this node keeps the state of the last ${window} blocks (archive mode keeps all)`,
     );
+  }
+
+  /**
+   * The accounts after `header`, read straight from the state's trie (`AccountReader`): nothing
+   * is opened. A read throws `ChainError` when the state is not in the database.
+   */
+  accountsAt(header: BlockHeader): Pick<AccountReader, "getAccount"> {
+    this.assertStateRetained(header);
+    const reader = new AccountReader(new NodeStore(this.#db, this.#nodes), header.stateRoot);
+    return {
+      getAccount: (address) =>
+        reader.getAccount(address).catch((error: unknown) => {
+          if (!(error instanceof StateError)) throw error;
+          throw new ChainError(
+            ChainErrorCode.STATE_MISSING,
+            `state of block ${header.number} is not available`,
+          );
+        }),
+    };
   }
 
   /** The world state after `header`; throws `ChainError` when it is not in the database. */

@@ -10,7 +10,7 @@ import {
   intrinsicGas,
 } from "@nodex/evm";
 import { coinbaseHeight } from "@nodex/mergemining";
-import { orderedTrieProof, type WorldState } from "@nodex/state";
+import { type AccountReader, orderedTrieProof, type WorldState } from "@nodex/state";
 import {
   type Address,
   type BlockHeader,
@@ -251,6 +251,14 @@ export class ChainReader {
       return this.stateAt(this.chain.head.block.header);
     const block = await this.require(selector);
     return isPending(block) ? block.state : this.stateAt(block.block.header);
+  }
+
+  /**
+   * The accounts after `header`, read straight from its state's trie, for readers of nothing
+   * else (the pool's nonce and balance checks): no state is opened for them.
+   */
+  accountsAt(header: BlockHeader): Pick<AccountReader, "getAccount"> {
+    return this.chain.accountsAt(header);
   }
 
   /** The state after `header`, shared with other readers of it (kept while recently used). */

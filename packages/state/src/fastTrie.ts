@@ -8,8 +8,8 @@ import { commonLength, decodePath, encodePath, nibbles } from "./triePaths.js";
  * extension 2 (its path in compact form, then the value or the child). A child is a 32-byte
  * hash, a node of its own when its encoding is shorter than 32 bytes, or empty.
  */
-type RawNode = Ref[];
-type Ref = Uint8Array | RawNode;
+export type RawNode = Ref[];
+export type Ref = Uint8Array | RawNode;
 
 const EMPTY = new Uint8Array(0);
 const MISSING = "Missing node in DB";
@@ -21,6 +21,17 @@ const MISSING = "Missing node in DB";
  * Nodes are never changed once made (a change makes new ones), so every trie may share them.
  */
 const decoded = new WeakMap<Uint8Array, RawNode>();
+
+/** The node encoded in `bytes`, decoded once while the store keeps them; throws on a malformed one. */
+export function decodeNode(bytes: Uint8Array): RawNode {
+  const known = decoded.get(bytes);
+  if (known !== undefined) return known;
+  const node = RLP.decode(bytes);
+  if (!Array.isArray(node) || (node.length !== 17 && node.length !== 2))
+    throw new Error("Invalid node");
+  decoded.set(bytes, node as RawNode);
+  return node as RawNode;
+}
 
 /**
  * `@ethereumjs/mpt`'s trie with reads, writes and deletions that walk the nodes as RLP decodes
@@ -132,13 +143,7 @@ export class FastTrie extends MerklePatriciaTrie {
     if (ref.length === 0) return null;
     const bytes = await this._db.get(ref);
     if (bytes === undefined) throw new Error(MISSING);
-    const known = decoded.get(bytes);
-    if (known !== undefined) return known;
-    const node = RLP.decode(bytes);
-    if (!Array.isArray(node) || (node.length !== 17 && node.length !== 2))
-      throw new Error("Invalid node");
-    decoded.set(bytes, node as RawNode);
-    return node as RawNode;
+    return decodeNode(bytes);
   }
 
   /** The reference to `node` in its parent: its hash once written, or itself when short. */

@@ -1,5 +1,6 @@
 import "./fastRlp.js";
 
+export { AccountReader } from "./accountReader.js";
 export { Bucket, bucketKey } from "./db/buckets.js";
 export { Database, type WriteOp } from "./db/database.js";
 export { StateError, StateErrorCode } from "./errors.js";

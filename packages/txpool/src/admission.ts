@@ -53,10 +53,6 @@ export class TxAdmission {
         }
         const { pending, queued } = this.pool.status();
         if (pending + queued > 0) await this.pool.onNewHead(await this.poolHead());
-        // Otherwise the next admission opens the new head's state: open it now, in the pause
-        // before the next transaction (a client signing it), rather than while it waits.
-        else
-          setImmediate(() => this.#reader.stateAt(this.#reader.head.block.header).catch(() => {}));
       })
       .catch((err: unknown) => {
         this.#log?.error("Updating the pool to the new head failed", {
@@ -77,7 +73,8 @@ export class TxAdmission {
       number: head.number,
       gasLimit: head.gasLimit,
       minimumGasPrice: head.minimumGasPrice,
-      state: await this.#reader.stateAt(head),
+      // The accounts only, read from the head's trie: no state is opened for each new head.
+      state: this.#reader.accountsAt(head),
     };
   }
 
