@@ -330,21 +330,17 @@ export class Executor {
       attached?.detach();
     }
 
-    let gasUsed = intrinsic + result.execResult.executionGasUsed;
-    const refund = result.execResult.gasRefund ?? 0n;
-    const cap = gasUsed / MAX_REFUND_QUOTIENT;
-    gasUsed -= refund < cap ? refund : cap;
-
+    const gasUsed = afterRefund(
+      intrinsic + result.execResult.executionGasUsed,
+      result.execResult.gasRefund ?? 0n,
+    );
     const sender = (await state.manager.getAccount(caller)) ?? new Account();
     sender.balance += (tx.gasLimit - gasUsed) * tx.gasPrice;
     await evm.journal.putAccount(caller, sender);
     const fee = gasUsed * tx.gasPrice;
-    if (fee > 0n) {
-      const miner = new EJSAddress(block.coinbase);
-      const minerAccount = (await state.manager.getAccount(miner)) ?? new Account();
-      minerAccount.balance += fee;
-      await evm.journal.putAccount(miner, minerAccount);
-    }
+    await payMiner(state.manager, block.coinbase, fee, (a, account) =>
+      evm.journal.putAccount(a, account),
+    );
     await this.#destroy(evm, result);
     await evm.journal.cleanup();
 
@@ -356,9 +352,7 @@ export class Executor {
           topics: topics as Hash32[],
           data,
         }));
-    const bloom = logsBloom(logs);
     const cumulativeGasUsed = gasUsedBefore + gasUsed;
-    const status = failed ? 0 : 1;
     const created = tx.to === null && !failed ? contractAddress(tx.from, tx.nonce) : null;
     if (tracer !== undefined && reader !== undefined)
       await tracer.txEnd?.(
@@ -371,17 +365,16 @@ export class Executor {
         },
         reader,
       );
-    return {
-      status,
+    return outcome(
+      !failed,
       gasUsed,
       cumulativeGasUsed,
       fee,
       logs,
-      contractAddress: created,
-      returnValue: result.execResult.returnValue,
-      error: result.execResult.exceptionError?.error,
-      receipt: { status, cumulativeGasUsed, logsBloom: bloom, logs },
-    };
+      created,
+      result.execResult.returnValue,
+      result.execResult.exceptionError?.error,
+    );
   }
 
   /**
@@ -417,10 +410,7 @@ export class Executor {
     );
     if (result === undefined) return undefined;
 
-    let gasUsed = intrinsic + BigInt(result.gasUsed);
-    const refund = BigInt(result.refund);
-    const cap = gasUsed / MAX_REFUND_QUOTIENT;
-    gasUsed -= refund < cap ? refund : cap;
+    const gasUsed = afterRefund(intrinsic + BigInt(result.gasUsed), BigInt(result.refund));
 
     const manager = state.manager;
     const senderKey = bytesToUnprefixedHex(tx.from);
@@ -432,27 +422,17 @@ export class Executor {
     sender.balance = result.balances.get(senderKey)! + (tx.gasLimit - gasUsed) * tx.gasPrice;
     await manager.putAccount(caller, sender);
     const fee = gasUsed * tx.gasPrice;
-    if (fee > 0n) {
-      const miner = new EJSAddress(block.coinbase);
-      const minerAccount = (await manager.getAccount(miner)) ?? new Account();
-      minerAccount.balance += fee;
-      await manager.putAccount(miner, minerAccount);
-    }
-
-    const logs = result.logs;
-    const cumulativeGasUsed = gasUsedBefore + gasUsed;
-    const status = result.success ? 1 : 0;
-    return {
-      status,
+    await payMiner(manager, block.coinbase, fee, (a, miner) => manager.putAccount(a, miner));
+    return outcome(
+      result.success,
       gasUsed,
-      cumulativeGasUsed,
+      gasUsedBefore + gasUsed,
       fee,
-      logs,
-      contractAddress: null,
-      returnValue: result.output,
-      error: result.success ? undefined : "revert",
-      receipt: { status, cumulativeGasUsed, logsBloom: logsBloom(logs), logs },
-    };
+      result.logs,
+      null,
+      result.output,
+      result.success ? undefined : "revert",
+    );
   }
 
   /** The interpreter of calls and transactions, made with the tables of the first EVM. */
@@ -581,6 +561,51 @@ export class Executor {
       }
     }
   }
+}
+
+/** Gas used less EIP-3529's refund, which is at most a fifth of it. */
+function afterRefund(gasUsed: bigint, refund: bigint): bigint {
+  const cap = gasUsed / MAX_REFUND_QUOTIENT;
+  return gasUsed - (refund < cap ? refund : cap);
+}
+
+/** Pays `fee` to the block's miner through `put` (the EVM's journal, or the state manager). */
+async function payMiner(
+  manager: EVMStateManager,
+  coinbase: Uint8Array,
+  fee: bigint,
+  put: (address: EJSAddress, account: Account) => Promise<void>,
+): Promise<void> {
+  if (fee === 0n) return;
+  const miner = new EJSAddress(coinbase);
+  const account = (await manager.getAccount(miner)) ?? new Account();
+  account.balance += fee;
+  await put(miner, account);
+}
+
+/** A transaction's outcome and its receipt, written out field by field (one hidden class). */
+function outcome(
+  success: boolean,
+  gasUsed: bigint,
+  cumulativeGasUsed: bigint,
+  fee: bigint,
+  logs: readonly Log[],
+  contractAddress: Address | null,
+  returnValue: Uint8Array,
+  error: string | undefined,
+): TransactionOutcome {
+  const status = success ? 1 : 0;
+  return {
+    status,
+    gasUsed,
+    cumulativeGasUsed,
+    fee,
+    logs,
+    contractAddress,
+    returnValue,
+    error,
+    receipt: { status, cumulativeGasUsed, logsBloom: logsBloom(logs), logs },
+  };
 }
 
 /**

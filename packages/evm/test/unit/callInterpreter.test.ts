@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database, NodeStore, WorldState } from "@nodex/state";
@@ -14,42 +14,23 @@ import {
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CallInterpreter } from "../../src/callInterpreter.js";
-import { type BlockContext, type CallRequest, Executor } from "../../src/index.js";
+import { type CallRequest, Executor } from "../../src/index.js";
 import { deployCode, push, regtestTx } from "./bytecode.js";
+import { BLOCK, DEAD, ROUNDS, tokenCreation, word } from "./fixtures.js";
 import { callingProgram, program, random } from "./programs.js";
 
 const [alice] = deriveDevAccounts();
-/**
- * Rounds of the randomized comparisons, each with its own seeds: 1 in the default suite,
- * `NODEX_CALL_ROUNDS=50` for a long run.
- */
-const ROUNDS = Array.from({ length: Number(process.env.NODEX_CALL_ROUNDS ?? 1) }, (_, i) => i);
-const BLOCK: BlockContext = {
-  number: 7n,
-  timestamp: 1_700_000_000n,
-  coinbase: hexToBytes("0x00000000000000000000000000000000000000cb") as Address,
-  gasLimit: 30_000_000n,
-  difficulty: 1234n,
-  minimumGasPrice: 1n,
-};
-const DEAD = hexToBytes("0x000000000000000000000000000000000000dead") as Address;
 const ZERO = new Uint8Array(20) as Address;
 
 function tx(fields: Partial<UnsignedTransaction>, nonce: bigint) {
   return regtestTx(fields, nonce, alice!.privateKey, 1_000_000n);
 }
 
-/** A 32-byte ABI word. */
-const word = (n: bigint) => n.toString(16).padStart(64, "0");
-
 /** Deploys the bench's ERC-20 (bench/chain/Token.sol) as the first contract, 10²⁴ to its deployer. */
 async function deployToken(
   send: (fields: Partial<UnsignedTransaction>) => Promise<unknown>,
 ): Promise<Address> {
-  const token = JSON.parse(
-    readFileSync(new URL("../bench/token.json", import.meta.url), "utf8"),
-  ) as { bytecode: string };
-  await send({ data: hexToBytes(`${token.bytecode}${word(10n ** 24n)}`), gasLimit: 3_000_000n });
+  await send({ data: tokenCreation(), gasLimit: 3_000_000n });
   return contractAddress(alice!.address, 0n);
 }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database, NodeStore, WorldState } from "@nodex/state";
@@ -15,21 +15,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { CallInterpreter } from "../../src/callInterpreter.js";
 import { type BlockContext, Executor, type TransactionOutcome } from "../../src/index.js";
 import { deployCode, push, regtestTx } from "./bytecode.js";
+import { BLOCK, DEAD, ROUNDS, tokenCreation, word } from "./fixtures.js";
 import { callingProgram, program, random } from "./programs.js";
 
 const [alice] = deriveDevAccounts();
-/** Rounds of the randomized comparisons: 1 in the default suite, `NODEX_CALL_ROUNDS=50` for more. */
-const ROUNDS = Array.from({ length: Number(process.env.NODEX_CALL_ROUNDS ?? 1) }, (_, i) => i);
-const BLOCK: BlockContext = {
-  number: 7n,
-  timestamp: 1_700_000_000n,
-  coinbase: hexToBytes("0x00000000000000000000000000000000000000cb") as Address,
-  gasLimit: 30_000_000n,
-  difficulty: 1234n,
-  minimumGasPrice: 1n,
-};
-const DEAD = hexToBytes("0x000000000000000000000000000000000000dead") as Address;
-const word = (n: bigint) => n.toString(16).padStart(64, "0");
 
 let dir: string;
 let db: Database;
@@ -246,10 +235,7 @@ describe("transactions on the interpreter", () => {
 
   it("run an ERC-20's transfers, approvals and failed transfers as the library does", async () => {
     const { send, counts } = await setup();
-    const token = JSON.parse(
-      readFileSync(new URL("../bench/token.json", import.meta.url), "utf8"),
-    ) as { bytecode: string };
-    await send({ data: hexToBytes(`${token.bytecode}${word(10n ** 24n)}`), gasLimit: 3_000_000n });
+    await send({ data: tokenCreation(), gasLimit: 3_000_000n });
     const at = contractAddress(alice!.address, 0n);
     const holders = Array.from({ length: 12 }, (_, i) => BigInt(0x1000 + i));
     for (const [i, h] of holders.entries()) {
