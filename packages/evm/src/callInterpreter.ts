@@ -434,6 +434,19 @@ function unsupported(error: unknown): undefined {
 /** The library's address objects by hex key, shared by calls (they are never changed). */
 const addresses = new Map<string, EJSAddress>();
 
+/** The library's address object of an address key (40 hex digits), shared: never change it. */
+export function libraryAddress(key: string): EJSAddress {
+  let address = addresses.get(key);
+  if (address === undefined) {
+    const bytes = new Uint8Array(20);
+    for (let i = 0; i < 20; i++) bytes[i] = Number.parseInt(key.slice(2 * i, 2 * i + 2), 16);
+    address = new EJSAddress(bytes);
+    if (addresses.size >= 10_000) addresses.clear();
+    addresses.set(key, address);
+  }
+  return address;
+}
+
 /** One call: its warm sets, its writes and their undo log, the accounts it read. */
 class CallRun {
   readonly #base: StateManagerInterface;
@@ -627,18 +640,6 @@ class CallRun {
     });
   }
 
-  #address(key: string): EJSAddress {
-    let address = addresses.get(key);
-    if (address === undefined) {
-      const bytes = new Uint8Array(20);
-      for (let i = 0; i < 20; i++) bytes[i] = Number.parseInt(key.slice(2 * i, 2 * i + 2), 16);
-      address = new EJSAddress(bytes);
-      if (addresses.size >= 10_000) addresses.clear();
-      addresses.set(key, address);
-    }
-    return address;
-  }
-
   async #account(key: string): Promise<AccountView | null> {
     let view: AccountView | null;
     if (key === this.#originKey) {
@@ -674,7 +675,7 @@ class CallRun {
   async #baseAccount(key: string): Promise<BaseAccount | null> {
     let view = this.#accounts.get(key);
     if (view !== undefined) return view;
-    const account = await this.#base.getAccount(this.#address(key));
+    const account = await this.#base.getAccount(libraryAddress(key));
     view =
       account === undefined
         ? null
@@ -696,7 +697,7 @@ class CallRun {
     if (account === null || !account.hasCode) return EMPTY;
     return (
       this.#codes.get(account.codeKey) ??
-      this.#codes.set(account.codeKey, await this.#base.getCode(this.#address(key)))
+      this.#codes.set(account.codeKey, await this.#base.getCode(libraryAddress(key)))
     );
   }
 
@@ -709,7 +710,7 @@ class CallRun {
     }
     let value = slots.get(slot);
     if (value === undefined) {
-      value = bytesValue(await this.#base.getStorage(this.#address(key), wordBytes(slot)));
+      value = bytesValue(await this.#base.getStorage(libraryAddress(key), wordBytes(slot)));
       slots.set(slot, value);
       this.#reads.size++;
     }

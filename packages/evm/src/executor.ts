@@ -17,7 +17,13 @@ import {
   type SignedTransaction,
 } from "@nodex/types";
 import { logsBloom } from "./bloom.js";
-import { CallInterpreter, type CallRules, MAX_CALL_GAS, StateReads } from "./callInterpreter.js";
+import {
+  CallInterpreter,
+  type CallRules,
+  libraryAddress,
+  MAX_CALL_GAS,
+  StateReads,
+} from "./callInterpreter.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
@@ -416,11 +422,10 @@ export class Executor {
     const senderKey = bytesToUnprefixedHex(tx.from);
     await writeStorage(manager, result.storage);
     await writeBalances(manager, result.balances, senderKey);
-    const caller = new EJSAddress(tx.from);
-    const sender = (await manager.getAccount(caller)) ?? new Account();
-    sender.nonce = account.nonce + 1n;
-    sender.balance = result.balances.get(senderKey)! + (tx.gasLimit - gasUsed) * tx.gasPrice;
-    await manager.putAccount(caller, sender);
+    // The sender's account as read before the run, which wrote nothing.
+    account.nonce += 1n;
+    account.balance = result.balances.get(senderKey)! + (tx.gasLimit - gasUsed) * tx.gasPrice;
+    await manager.putAccount(libraryAddress(senderKey), account);
     const fee = gasUsed * tx.gasPrice;
     await payMiner(manager, block.coinbase, fee, (a, miner) => manager.putAccount(a, miner));
     return outcome(
@@ -618,7 +623,7 @@ async function writeStorage(
   storage: ReadonlyMap<string, ReadonlyMap<bigint, bigint>>,
 ): Promise<void> {
   for (const [key, slots] of storage) {
-    const address = new EJSAddress(hexToBytes(`0x${key}`));
+    const address = libraryAddress(key);
     for (const [slot, value] of slots)
       await manager.putStorage(address, wordBytes(slot), wordBytes(value));
   }
@@ -632,7 +637,7 @@ async function writeBalances(
 ): Promise<void> {
   for (const [key, balance] of balances) {
     if (key === senderKey) continue;
-    const address = new EJSAddress(hexToBytes(`0x${key}`));
+    const address = libraryAddress(key);
     const other = (await manager.getAccount(address)) ?? new Account();
     other.balance = balance;
     await manager.putAccount(address, other);

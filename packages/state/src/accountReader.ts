@@ -8,9 +8,9 @@ import {
 } from "@nodex/types";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
-import { decodeNode, type RawNode, type Ref } from "./fastTrie.js";
+import { decodeNode, findValue, type RawNode, type Ref } from "./fastTrie.js";
 import type { NodeStore } from "./nodeStore.js";
-import { decodePath, nibbles } from "./triePaths.js";
+import { nibbles } from "./triePaths.js";
 import type { AccountState } from "./worldState.js";
 
 /**
@@ -34,24 +34,9 @@ export class AccountReader {
    */
   async getAccount(address: Address): Promise<AccountState | undefined> {
     if (equalBytes(this.#root, EMPTY_TRIE_ROOT)) return undefined;
-    const path = nibbles(keccak256(address));
-    let node: RawNode | null = await this.#resolve(this.#root);
-    let at = 0;
-    while (node !== null) {
-      if (node.length === 17) {
-        // An account's key is 32 bytes: no branch holds a value at the end of its path.
-        if (at === path.length) return undefined;
-        node = await this.#resolve(node[path[at++]!]!);
-        continue;
-      }
-      const [isLeaf, part] = decodePath(node[0] as Uint8Array);
-      if (path.length - at < part.length) return undefined;
-      for (let i = 0; i < part.length; i++) if (path[at + i] !== part[i]) return undefined;
-      at += part.length;
-      if (isLeaf) return at === path.length ? decodeAccount(node[1] as Uint8Array) : undefined;
-      node = await this.#resolve(node[1]!);
-    }
-    return undefined;
+    const resolve = (ref: Ref) => this.#resolve(ref);
+    const value = await findValue(await resolve(this.#root), nibbles(keccak256(address)), resolve);
+    return value === null || value.length === 0 ? undefined : decodeAccount(value);
   }
 
   /** The node a child reference names (null for none). */

@@ -35,6 +35,32 @@ export function decodeNode(bytes: Uint8Array): RawNode {
 }
 
 /**
+ * The value stored at `path` (nibbles) below `root`, as the node holds it (empty for none), or
+ * `null` where the path leads nowhere; `resolve` names the node of a child reference.
+ */
+export async function findValue(
+  root: RawNode | null,
+  path: Uint8Array,
+  resolve: (ref: Ref) => Promise<RawNode | null>,
+): Promise<Uint8Array | null> {
+  let node = root;
+  let at = 0;
+  while (node !== null) {
+    if (node.length === 17) {
+      if (at === path.length) return node[16] as Uint8Array;
+      node = await resolve(node[path[at++]!]!);
+      continue;
+    }
+    const [isLeaf, part] = decodePath(node[0] as Uint8Array);
+    if (!startsWith(path, at, part)) return null;
+    at += part.length;
+    if (isLeaf) return at === path.length ? (node[1] as Uint8Array) : null;
+    node = await resolve(node[1]!);
+  }
+  return null;
+}
+
+/**
  * `@ethereumjs/mpt`'s trie with reads, writes and deletions that walk the nodes as RLP decodes
  * them, instead of through the library's node classes and its walk controller. The trie is the
  * same (an Ethereum trie is one shape for one set of keys and values): same root, same node
@@ -96,21 +122,8 @@ export class FastTrie extends MerklePatriciaTrie {
     if (!this.#plain) return super.get(key, throwIfMissing);
     const path = nibbles(this.appliedKey(key));
     try {
-      let node = await this.#rootNode();
-      let at = 0;
-      while (node !== null) {
-        if (node.length === 17) {
-          if (at === path.length) return storedValue(node[16] as Uint8Array);
-          node = await this.#resolve(node[path[at++]!]!);
-          continue;
-        }
-        const [isLeaf, part] = decodePath(node[0] as Uint8Array);
-        if (!startsWith(path, at, part)) return null;
-        at += part.length;
-        if (isLeaf) return at === path.length ? storedValue(node[1] as Uint8Array) : null;
-        node = await this.#resolve(node[1]!);
-      }
-      return null;
+      const value = await findValue(await this.#rootNode(), path, (ref) => this.#resolve(ref));
+      return value === null ? null : storedValue(value);
     } catch (error) {
       if (!throwIfMissing && (error as Error).message === MISSING) return null;
       throw error;
@@ -173,19 +186,17 @@ export class FastTrie extends MerklePatriciaTrie {
   /** The reference to `node` in its parent: its hash once written, or itself when short. */
   #ref(node: RawNode, writes: Write[]): Ref {
     const encoded = RLP.encode(node);
-    if (encoded.length < 32) return node;
-    decoded.set(encoded, node);
-    return this.#write(encoded, writes);
+    return encoded.length < 32 ? node : this.#write(node, encoded, writes);
   }
 
   /** The root is written and named by its hash whatever its length. */
   #storeRoot(node: RawNode, writes: Write[]): Uint8Array {
-    const encoded = RLP.encode(node);
-    decoded.set(encoded, node);
-    return this.#write(encoded, writes);
+    return this.#write(node, RLP.encode(node), writes);
   }
 
-  #write(encoded: Uint8Array, writes: Write[]): Uint8Array {
+  /** `node`, encoded, written under its hash (and known decoded while its bytes are kept). */
+  #write(node: RawNode, encoded: Uint8Array, writes: Write[]): Uint8Array {
+    decoded.set(encoded, node);
     const hash = this.hash(encoded);
     writes.push({ type: "put", key: hash, value: encoded });
     return hash;
