@@ -122,7 +122,10 @@ async function recentUncleCounts(
   const older = memo?.uncleCounts(bytesToHex(header.parentHash));
   let counts: readonly number[];
   if (older !== undefined) {
-    counts = [header.uncleCount, ...older.slice(0, FORK_DETECTION_UNCLE_WINDOW - 1)];
+    const next = [header.uncleCount];
+    const n = Math.min(older.length, FORK_DETECTION_UNCLE_WINDOW - 1);
+    for (let i = 0; i < n; i++) next.push(older[i]!);
+    counts = next;
   } else {
     const ancestors = await ancestorHeaders(
       source,

@@ -1,6 +1,6 @@
 import type { AccountFields, StateManagerInterface } from "@ethereumjs/common";
-import { Account, type Address as EJSAddress, KECCAK256_RLP, unpadBytes } from "@ethereumjs/util";
-import { bytesToHex, keccak256 } from "@nodex/types";
+import { Account, type Address as EJSAddress, KECCAK256_RLP } from "@ethereumjs/util";
+import { bytesToHex, keccak256, trimLeadingZeros } from "@nodex/types";
 
 /** An account as the overlay keeps it: `null` once deleted. */
 interface AccountEntry {
@@ -186,7 +186,7 @@ export class CallStateManager implements StateManagerInterface {
     const slots = entry.slots;
     const slot = bytesToHex(key);
     const before = slots.get(slot);
-    slots.set(slot, unpadBytes(value));
+    slots.set(slot, trimLeadingZeros(value).slice());
     this.#undo(() => {
       if (before === undefined) slots.delete(slot);
       else slots.set(slot, before);

@@ -117,8 +117,12 @@ export function intrinsicGas(tx: {
   readonly to: Uint8Array | null;
   readonly data: Uint8Array;
 }): bigint {
-  let gas = TX_GAS;
-  for (const byte of tx.data) gas += byte === 0 ? TX_DATA_ZERO_GAS : TX_DATA_NONZERO_GAS;
+  // Counted as numbers: a bigint sum makes a bigint for every byte of the data.
+  let zeros = 0;
+  const data = tx.data;
+  for (let i = 0; i < data.length; i++) if (data[i] === 0) zeros++;
+  let gas =
+    TX_GAS + TX_DATA_ZERO_GAS * BigInt(zeros) + TX_DATA_NONZERO_GAS * BigInt(data.length - zeros);
   if (tx.to === null) {
     gas += TX_CREATE_GAS + INITCODE_WORD_GAS * BigInt(Math.ceil(tx.data.length / 32));
   }

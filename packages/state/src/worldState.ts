@@ -7,10 +7,9 @@ import {
   Account,
   Address as EJSAddress,
   EthereumJSErrorWithoutCode,
-  unpadBytes,
   ValueEncoding,
 } from "@ethereumjs/util";
-import { type Address, bytesToUnprefixedHex, keccak256 } from "@nodex/types";
+import { type Address, bytesToUnprefixedHex, keccak256, trimLeadingZeros } from "@nodex/types";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
 import { FastTrie } from "./fastTrie.js";
@@ -117,7 +116,7 @@ class CountingStateManager extends MerkleStateManager {
       throw EthereumJSErrorWithoutCode("Storage value cannot be longer than 32 bytes");
     if ((await this.getAccount(address)) === undefined)
       throw EthereumJSErrorWithoutCode("putStorage() called on non-existing account");
-    storage.put(address, key, RLP.encode(unpadBytes(value)));
+    storage.put(address, key, RLP.encode(trimLeadingZeros(value)));
   }
 
   override clearStorage(...args: Parameters<MerkleStateManager["clearStorage"]>) {

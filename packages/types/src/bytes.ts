@@ -29,6 +29,17 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
+/**
+ * `b` without its leading zero bytes, as a view of the same memory (`b` itself when it has
+ * none). `unpadBytes` of `@ethereumjs/util` gives the same bytes, but copies the rest once for
+ * every zero it drops.
+ */
+export function trimLeadingZeros(b: Uint8Array): Uint8Array {
+  let i = 0;
+  while (i < b.length && b[i] === 0) i++;
+  return i === 0 ? b : b.subarray(i);
+}
+
 /** Offset of the last occurrence of `needle` in `haystack`, or -1. */
 export function lastIndexOf(haystack: Uint8Array, needle: Uint8Array): number {
   const n = needle.length;

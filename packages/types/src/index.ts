@@ -16,6 +16,7 @@ export {
   readU32BE,
   readU32LE,
   reverseBytes,
+  trimLeadingZeros,
   writeU32BE,
   writeU32LE,
 } from "./bytes.js";

@@ -12,6 +12,7 @@ import {
   readU32LE,
   reverseBytes,
   bytesToUnprefixedHex as toHex,
+  trimLeadingZeros,
   writeU32BE,
   writeU32LE,
 } from "../../src/index.js";
@@ -81,5 +82,18 @@ describe("byte helpers", () => {
     expect(toHex(reverseBytes(Uint8Array.of(1, 2, 3)))).toBe("030201");
     expect(equalBytes(Uint8Array.of(1), Uint8Array.of(1))).toBe(true);
     expect(equalBytes(Uint8Array.of(1), Uint8Array.of(1, 2))).toBe(false);
+  });
+
+  it("trimLeadingZeros drops exactly the leading zero bytes, as @ethereumjs/util's unpadBytes", async () => {
+    const { unpadBytes } = await import("@ethereumjs/util");
+    fc.assert(
+      fc.property(fc.nat(6), fc.uint8Array({ maxLength: 32 }), (zeros, rest) => {
+        const b = concatBytes(new Uint8Array(zeros), rest);
+        expect(toHex(trimLeadingZeros(b))).toBe(toHex(unpadBytes(b)));
+      }),
+    );
+    const none = Uint8Array.of(1, 0);
+    expect(trimLeadingZeros(none)).toBe(none);
+    expect(trimLeadingZeros(new Uint8Array(3)).length).toBe(0);
   });
 });
