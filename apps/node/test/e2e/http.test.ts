@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningNode, send, startNode } from "./helpers/node.js";
 
@@ -219,6 +220,57 @@ describe.each(LAYERS)("with --rpc-http-layer %s", (layer) => {
       const denied = await send(mainnet.url, chainId, { headers: { origin: "http://evil.test" } });
       expect(denied.headers.get("access-control-allow-origin")).toBeNull();
       expect(denied.json).toEqual({ jsonrpc: "2.0", id: 1, result: "0x1e" });
+    });
+  });
+
+  describe("many connections at once", () => {
+    it("answers each connection's requests in order, a closing one before it closes", async () => {
+      const { hostname, port } = new URL(node.url);
+      const methods = ["eth_chainId", "eth_blockNumber", "net_version"] as const;
+      const expected = { eth_chainId: "0x21", eth_blockNumber: "0x0", net_version: "33" };
+      const connections = Array.from({ length: 12 }, (_, c) => {
+        const requests = methods.map((method, k) => {
+          const body = JSON.stringify({ jsonrpc: "2.0", id: c * 10 + k, method, params: [] });
+          // The last connection asks for its last answer to close the connection.
+          const close = c === 11 && k === 2 ? "Connection: close\r\n" : "";
+          return `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${close}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+        });
+        return new Promise<{ answers: unknown[]; closed: boolean }>((resolve, reject) => {
+          const socket = connect(Number(port), hostname);
+          let text = "";
+          const answers: unknown[] = [];
+          const read = () => {
+            for (;;) {
+              const end = text.indexOf("\r\n\r\n");
+              if (end < 0) return;
+              const length = Number(/content-length: (\d+)/i.exec(text.slice(0, end))?.[1]);
+              if (text.length < end + 4 + length) return;
+              answers.push(JSON.parse(text.slice(end + 4, end + 4 + length)));
+              text = text.slice(end + 4 + length);
+              if (answers.length === methods.length && c !== 11) socket.end();
+            }
+          };
+          socket.setEncoding("latin1");
+          socket.on("data", (chunk: string) => {
+            text += chunk;
+            read();
+          });
+          socket.on("error", reject);
+          socket.on("close", () => resolve({ answers, closed: c === 11 }));
+          // All three in one write: answered one after another, on a connection of its own.
+          socket.on("connect", () => socket.write(requests.join("")));
+        });
+      });
+      const results = await Promise.all(connections);
+      results.forEach(({ answers }, c) => {
+        expect(answers).toEqual(
+          methods.map((method, k) => ({
+            jsonrpc: "2.0",
+            id: c * 10 + k,
+            result: expected[method],
+          })),
+        );
+      });
     });
   });
 });

@@ -30,6 +30,8 @@ export class WireConnection {
   #ended = false;
   /** When the request now partly received began (0: none is). */
   #startedAt = 0;
+  /** Answers written and not yet handed to the socket (see `#cork`). */
+  #corked: string | undefined;
 
   readonly socket: Socket;
   readonly #app: HttpApp;
@@ -52,6 +54,10 @@ export class WireConnection {
   }
 
   readonly #onData = (chunk: Buffer): void => {
+    if (WireConnection.#lastReader !== this) {
+      WireConnection.#lastReader = this;
+      WireConnection.#othersAt = performance.now();
+    }
     this.#parts.push(chunk);
     this.#size += chunk.length;
     if (this.#busy) this.#flow();
@@ -144,6 +150,7 @@ export class WireConnection {
       return;
     }
     this.#busy = true;
+    WireConnection.#answering++;
     reply.then(
       (r) => this.#answered(r, request.close),
       () => this.#answered(INTERNAL_ERROR, true),
@@ -152,6 +159,7 @@ export class WireConnection {
 
   #answered(reply: HttpReply, close: boolean): void {
     this.#busy = false;
+    WireConnection.#answering--;
     if (this.socket.destroyed) return;
     this.#write(reply, close);
     if (this.#done) return;
@@ -171,9 +179,69 @@ export class WireConnection {
       head += `content-length: ${Buffer.byteLength(reply.body)}\r\n`;
     }
     head += `date: ${utcDate()}\r\n${close ? CLOSE : KEEP_ALIVE}`;
-    const flushed = this.socket.write(head + reply.body);
+    const data = head + reply.body;
+    // While other connections are sending too, this answer waits for the end of the turn.
+    if (
+      this.#corked !== undefined ||
+      WireConnection.#toFlush.length > 0 ||
+      WireConnection.#answering > 0 ||
+      performance.now() - WireConnection.#othersAt < CONCURRENT_MS
+    )
+      this.#cork(data);
+    else this.#send(data);
     if (close) this.#finish();
-    else if (!flushed) this.#draining = true;
+  }
+
+  /**
+   * Holds an answer until the end of the event loop's turn, when each connection's go out in
+   * one write. Used while several connections are sending (many clients at once: one received
+   * bytes after another within the last `CONCURRENT_MS`): the answers to what the turn read then
+   * leave together, a client woken by the first finds the others there instead of being woken
+   * for each, and the node's writes find the clients awake. uWebSockets.js corks its writes in
+   * the same way. A client alone is answered at once: holding its answer would only make it
+   * wait for whatever else the turn does.
+   */
+  #cork(data: string): void {
+    if (this.#corked !== undefined) {
+      this.#corked += data;
+      return;
+    }
+    this.#corked = data;
+    WireConnection.#toFlush.push(this);
+    if (!WireConnection.#flushScheduled) {
+      WireConnection.#flushScheduled = true;
+      setImmediate(WireConnection.#flushAll);
+    }
+  }
+
+  /** Answers being computed, on every connection. */
+  static #answering = 0;
+  /** The connection that received bytes last, and when one received after another did. */
+  static #lastReader: WireConnection | undefined;
+  static #othersAt = Number.NEGATIVE_INFINITY;
+  static #toFlush: WireConnection[] = [];
+  static #flushScheduled = false;
+
+  static readonly #flushAll = (): void => {
+    WireConnection.#flushScheduled = false;
+    const connections = WireConnection.#toFlush;
+    WireConnection.#toFlush = [];
+    for (const connection of connections) connection.#flush();
+  };
+
+  /** Writes the corked answers now (before the connection ends or changes hands). */
+  #flush(): void {
+    const data = this.#corked;
+    if (data === undefined) return;
+    this.#corked = undefined;
+    if (!this.socket.destroyed) this.#send(data);
+  }
+
+  #send(data: string): void {
+    if (!this.socket.write(data) && !this.#done) {
+      this.#draining = true;
+      this.#flow();
+    }
   }
 
   /** No more is read here: the connection closes or goes to node:http. */
@@ -185,11 +253,14 @@ export class WireConnection {
 
   #finish(): void {
     this.#stop();
+    this.#flush();
     this.socket.end();
   }
 
   #handOver(buf: Buffer, at: number): void {
     this.#stop();
+    // node:http writes its answers after the ones owed here.
+    this.#flush();
     const socket = this.socket;
     socket.off("data", this.#onData);
     socket.off("drain", this.#onDrain);
@@ -219,6 +290,9 @@ interface WireRequest {
   /** The client asked to close the connection after this answer. */
   readonly close: boolean;
 }
+
+/** How recently another connection must have sent for answers to be held to the turn's end. */
+const CONCURRENT_MS = 2;
 
 /** node:http's defaults, which requests handed over meet. */
 const MAX_HEAD_BYTES = 16 * 1024;
