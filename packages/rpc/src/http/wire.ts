@@ -180,9 +180,9 @@ export class WireConnection {
     }
     head += `date: ${utcDate()}\r\n${close ? CLOSE : KEEP_ALIVE}`;
     const data = head + reply.body;
-    // While other connections are sending too, this answer waits for the end of the turn.
+    // While other connections are sending too (or this one holds answers already: it is then
+    // among those to flush), this answer waits for the end of the turn.
     if (
-      this.#corked !== undefined ||
       WireConnection.#toFlush.length > 0 ||
       WireConnection.#answering > 0 ||
       performance.now() - WireConnection.#othersAt < CONCURRENT_MS
