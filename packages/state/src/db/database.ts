@@ -33,6 +33,7 @@ export class Database {
   /** The last write issued; settles (never rejects) once it has landed or failed. */
   #lastWrite: Promise<void> = Promise.resolve();
   #inFlight = 0;
+  readonly #staging = new Staging();
 
   private constructor(level: ClassicLevel<Uint8Array, Uint8Array>) {
     this.#level = level;
@@ -54,7 +55,7 @@ export class Database {
    * asynchronous read costs.
    */
   async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
-    const full = bucketKey(bucket, key);
+    const full = this.#staging.key(bucket, key);
     if (this.#inFlight > 0) {
       const landing = this.#landing.get(landingKey(full));
       if (landing !== undefined) return landing.value;
@@ -81,8 +82,8 @@ export class Database {
     const keys: string[] = [];
     try {
       for (const op of ops) {
-        const key = bucketKey(op.bucket, op.key);
-        if (op.type === "put") batch.put(key, op.value);
+        const key = this.#staging.key(op.bucket, op.key);
+        if (op.type === "put") batch.put(key, this.#staging.value(key, op.value));
         else batch.del(key);
         keys.push(landingKey(key));
       }
@@ -152,6 +153,40 @@ export class Database {
     await this.#level.close();
   }
 }
+
+/**
+ * Where keys and short values are put together for LevelDB's binding, which copies them during
+ * the call (`getSync`, a batch's `put` and `del`). V8 keeps a typed array of 64 bytes or fewer
+ * inside its object, and the first time native code asks for its memory moves it out to a
+ * buffer of its own (a `malloc`, and bookkeeping the GC sweeps later): every database key and
+ * every hash-sized value went through that once. Views of one buffer allocated outside the heap
+ * do not. A view is good until the next call.
+ */
+class Staging {
+  /** Past V8's 64 bytes: allocated outside the heap. */
+  #buffer = new Uint8Array(new ArrayBuffer(1024));
+
+  /** The bucket byte and `key`, as a view of the buffer's start. */
+  key(bucket: Bucket, key: Uint8Array): Uint8Array {
+    const length = key.length + 1;
+    if (length > this.#buffer.length / 2) return bucketKey(bucket, key);
+    const buffer = this.#buffer;
+    buffer[0] = bucket;
+    buffer.set(key, 1);
+    return buffer.subarray(0, length);
+  }
+
+  /** `value`, copied beside `key` (a view `key` returned) when it is as short as a key. */
+  value(key: Uint8Array, value: Uint8Array): Uint8Array {
+    if (value.length > SHORT_VALUE || key.buffer !== this.#buffer.buffer) return value;
+    const at = key.length;
+    this.#buffer.set(value, at);
+    return this.#buffer.subarray(at, at + value.length);
+  }
+}
+
+/** Values up to this length are copied into the staging buffer (V8 keeps them in its heap). */
+const SHORT_VALUE = 64;
 
 /** A database key as a string, for the map of operations on their way. */
 function landingKey(key: Uint8Array): string {

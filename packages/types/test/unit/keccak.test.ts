@@ -38,6 +38,17 @@ describe("keccak256", () => {
     }
   });
 
+  it("hashes short inputs one after another as they are, each length alone", () => {
+    // Inputs up to 64 bytes are copied to a staging buffer first: a longer one before a
+    // shorter must leave nothing behind, and the input stays as it was.
+    for (let n = 70; n >= 0; n--) {
+      const data = Uint8Array.from({ length: n }, (_, i) => (n * 13 + i) & 0xff);
+      const copy = data.slice();
+      expect(keccak256(data)).toEqual(keccak256Noble(copy));
+      expect(data).toEqual(copy);
+    }
+  });
+
   it("hands back a new array each time, not a view of the hasher's memory", () => {
     const a = keccak256(utf8("a"));
     const copy = a.slice();

@@ -118,4 +118,37 @@ describe("Database.write", () => {
     expect(await read(db, 7)).toEqual([49]);
     expect(await read(db, 149)).toEqual([49]);
   });
+
+  it("stores each operation's own key and value, short or long, as written", async () => {
+    // Keys and short values cross to LevelDB through one staging buffer: one operation's bytes
+    // must not show up in another's, nor a caller's array change.
+    const dir = mkdtempSync(join(tmpdir(), "nodex-db-test-"));
+    dirs.push(dir);
+    let db = await Database.open(join(dir, "db"));
+    const bytes = (length: number, seed: number) =>
+      Uint8Array.from({ length }, (_, i) => (seed * 31 + i * 7) & 0xff);
+    const ops = [0, 1, 31, 32, 33, 63, 64, 65, 200, 600].flatMap((valueLength, i) =>
+      [1, 32, 40, 511, 512, 700].map(
+        (keyLength, j) =>
+          ({
+            type: "put",
+            bucket: Bucket.TRIE,
+            key: bytes(keyLength, i * 10 + j + 1),
+            value: bytes(valueLength, i * 10 + j + 100),
+          }) as const,
+      ),
+    );
+    const copies = ops.map((op) => ({ key: op.key.slice(), value: op.value.slice() }));
+    await db.write(ops);
+    const check = async () => {
+      for (const { key, value } of copies) expect(await db.get(Bucket.TRIE, key)).toEqual(value);
+    };
+    ops.forEach((op, i) => expect(op).toMatchObject(copies[i]!));
+    await check();
+    await db.close();
+    db = await Database.open(join(dir, "db"));
+    dbs.push(db);
+    await check();
+    expect(await db.get(Bucket.TRIE, bytes(32, 9999))).toBeUndefined();
+  });
 });
