@@ -143,7 +143,7 @@ describe("Database.write", () => {
     const check = async () => {
       for (const { key, value } of copies) expect(await db.get(Bucket.TRIE, key)).toEqual(value);
     };
-    ops.forEach((op, i) => expect(op).toMatchObject(copies[i]!));
+    for (const [i, op] of ops.entries()) expect(op).toMatchObject(copies[i]!);
     await check();
     await db.close();
     db = await Database.open(join(dir, "db"));
