@@ -63,16 +63,24 @@ function recoverNoble(
 }
 
 function nativeRecover(native: NativeSecp256k1): Recover {
+  // The addon reads its inputs and writes the key during the call, through views of one buffer
+  // outside V8's heap: a signature or hash handed over as it is (an array of 64 bytes or fewer,
+  // kept inside its object) would first be moved out of the heap, a malloc each.
+  const staging = new ArrayBuffer(256);
+  const stagedSignature = new Uint8Array(staging, 0, 64);
+  const stagedHash = new Uint8Array(staging, 64, 32);
+  const output = new Uint8Array(staging, 128, 65);
   return (hash, signature, recovery) => {
     if (!validInput(hash, signature, recovery)) return undefined;
-    const output = new Uint8Array(65);
+    stagedSignature.set(signature);
+    stagedHash.set(hash);
     try {
       // libsecp256k1 refuses r and s outside [1, n) and points it cannot recover.
-      native.ecdsaRecover(signature, recovery, hash, false, output);
+      native.ecdsaRecover(stagedSignature, recovery, stagedHash, false, output);
     } catch {
       return undefined;
     }
-    return output.subarray(1);
+    return output.slice(1);
   };
 }
 
