@@ -58,6 +58,21 @@ describe("bytesToUnprefixedHex", () => {
   });
 });
 
+describe("bytesToHex and bytesToUnprefixedHex in turn", () => {
+  it("spell each length alone, longer before shorter, with and without 0x", () => {
+    // Lengths from 8 to 64 are spelled in one shared buffer: nothing of one text may show up in
+    // the next, and the input stays as it was.
+    for (let n = 80; n >= 0; n--) {
+      const bytes = Uint8Array.from({ length: n }, (_, i) => (n * 29 + i * 11) & 0xff);
+      const copy = bytes.slice();
+      const expected = Buffer.from(copy).toString("hex");
+      expect(bytesToHex(bytes)).toBe(`0x${expected}`);
+      expect(bytesToUnprefixedHex(bytes)).toBe(expected);
+      expect(bytes).toEqual(copy);
+    }
+  });
+});
+
 describe("hexToBytes", () => {
   it("round-trips with bytesToHex, with or without 0x, in either case", () => {
     fc.assert(
