@@ -24,6 +24,7 @@ import {
   logIndexBlocks,
   logIndexDeletes,
   logIndexWrites,
+  writeUint64BE,
 } from "./logIndex.js";
 import {
   decodeLogRecord,
@@ -408,6 +409,6 @@ export function cumulativeDifficulty(block: Block): bigint {
 
 export function numberKey(number: bigint): Uint8Array {
   const key = new Uint8Array(8);
-  new DataView(key.buffer).setBigUint64(0, number);
+  writeUint64BE(key, 0, number);
   return key;
 }

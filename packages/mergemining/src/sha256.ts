@@ -209,7 +209,8 @@ function finish(state: Uint32Array, tail: Uint8Array, bitsHi: number, bitsLo: nu
   const n = rest < 56 ? 64 : 128;
   const padded = PAD;
   padded.fill(0, 0, n);
-  padded.set(tail.subarray(whole));
+  // Copied byte by byte: a `subarray` of a short array moves it out of V8's heap (a malloc).
+  for (let i = 0; i < rest; i++) padded[i] = tail[whole + i]!;
   padded[rest] = 0x80;
   padded[n - 8] = bitsHi >>> 24;
   padded[n - 7] = (bitsHi >>> 16) & 0xff;

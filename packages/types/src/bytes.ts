@@ -30,14 +30,17 @@ export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
- * `b` without its leading zero bytes, as a view of the same memory (`b` itself when it has
- * none). `unpadBytes` of `@ethereumjs/util` gives the same bytes, but copies the rest once for
- * every zero it drops.
+ * `b` without its leading zero bytes: `b` itself when it has none, else a copy of the rest when
+ * `b` is 64 bytes or fewer (a `subarray` of such an array, which V8 keeps inside its object,
+ * would move it out of the heap first: a malloc), a view of the same memory when longer.
+ * `unpadBytes` of `@ethereumjs/util` gives the same bytes, but copies the rest once for every
+ * zero it drops.
  */
 export function trimLeadingZeros(b: Uint8Array): Uint8Array {
   let i = 0;
   while (i < b.length && b[i] === 0) i++;
-  return i === 0 ? b : b.subarray(i);
+  if (i === 0) return b;
+  return b.length <= 64 ? b.slice(i) : b.subarray(i);
 }
 
 /** Offset of the last occurrence of `needle` in `haystack`, or -1. */
