@@ -16,6 +16,7 @@ import {
   type Receipt,
   rlpDecode,
   rlpEncode,
+  writeU64BE,
 } from "@nodex/types";
 import { LRUCache } from "lru-cache";
 import {
@@ -24,7 +25,6 @@ import {
   logIndexBlocks,
   logIndexDeletes,
   logIndexWrites,
-  writeUint64BE,
 } from "./logIndex.js";
 import {
   decodeLogRecord,
@@ -409,6 +409,6 @@ export function cumulativeDifficulty(block: Block): bigint {
 
 export function numberKey(number: bigint): Uint8Array {
   const key = new Uint8Array(8);
-  writeUint64BE(key, 0, number);
+  writeU64BE(key, 0, number);
   return key;
 }

@@ -1,5 +1,5 @@
 import { Bucket, type Database, type WriteOp } from "@nodex/state";
-import { bytesToHex, type Receipt } from "@nodex/types";
+import { bytesToHex, type Receipt, writeU64BE } from "@nodex/types";
 import type { LocatedLog } from "./logRecords.js";
 
 /**
@@ -119,7 +119,7 @@ function entryKey(kind: number, value: Uint8Array, number: bigint): Uint8Array {
   const key = new Uint8Array(1 + value.length + 8);
   key[0] = kind;
   key.set(value, 1);
-  writeUint64BE(key, 1 + value.length, number);
+  writeU64BE(key, 1 + value.length, number);
   return key;
 }
 
@@ -129,22 +129,4 @@ function readNumber(key: Uint8Array): bigint {
 
 export function decodeLogIndexStart(bytes: Uint8Array): bigint {
   return new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0);
-}
-
-/**
- * Writes `number` (below 2^64) as 8 big-endian bytes at `at`. Byte by byte rather than through a
- * `DataView` of `.buffer`: asking a short array (64 bytes or fewer, which V8 keeps inside its
- * object) for its buffer moves it out of the heap, a malloc.
- */
-export function writeUint64BE(bytes: Uint8Array, at: number, number: bigint): void {
-  let hi = Number(BigInt.asUintN(64, number) >> 32n);
-  let lo = Number(number & 0xffffffffn);
-  for (let i = 7; i >= 4; i--) {
-    bytes[at + i] = lo & 0xff;
-    lo = Math.floor(lo / 256);
-  }
-  for (let i = 3; i >= 0; i--) {
-    bytes[at + i] = hi & 0xff;
-    hi = Math.floor(hi / 256);
-  }
 }

@@ -1,5 +1,12 @@
 import { Bucket, type Database, type WriteOp } from "@nodex/state";
-import type { Address, Hash32, Log, Receipt, SignedTransaction } from "@nodex/types";
+import {
+  type Address,
+  type Hash32,
+  type Log,
+  type Receipt,
+  type SignedTransaction,
+  writeU64BE,
+} from "@nodex/types";
 import { ChainError, ChainErrorCode } from "./errors.js";
 
 /**
@@ -49,7 +56,7 @@ export interface LogMatch {
 export function logRecordKey(number: bigint): Uint8Array {
   const key = new Uint8Array(9);
   key[0] = LOG_RECORD_KIND;
-  new DataView(key.buffer).setBigUint64(1, number);
+  writeU64BE(key, 1, number);
   return key;
 }
 

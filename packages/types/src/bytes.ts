@@ -79,6 +79,16 @@ export function writeU32BE(b: Uint8Array, o: number, v: number): void {
   b[o + 3] = v & 0xff;
 }
 
+/**
+ * Writes `v` modulo 2^64 as an unsigned 64-bit big-endian integer at offset `o`, as a
+ * `DataView`'s `setBigUint64` does, without asking `b` for its buffer: a short array (64 bytes
+ * or fewer, which V8 keeps inside its object) is moved out of the heap when asked, a malloc.
+ */
+export function writeU64BE(b: Uint8Array, o: number, v: bigint): void {
+  writeU32BE(b, o, Number(BigInt.asUintN(64, v) >> 32n));
+  writeU32BE(b, o + 4, Number(v & 0xffffffffn));
+}
+
 /** Big-endian unsigned integer of the bytes (leading zeros allowed; none is zero). */
 export function bytesToBigintBE(b: Uint8Array): bigint {
   if (b.length <= 6) {

@@ -19,6 +19,7 @@ export {
   trimLeadingZeros,
   writeU32BE,
   writeU32LE,
+  writeU64BE,
 } from "./bytes.js";
 export type { Address, Hash32 } from "./data.js";
 export {

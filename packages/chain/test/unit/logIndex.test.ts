@@ -16,7 +16,7 @@ import {
 } from "@nodex/types";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { blockLogs, Chain, ChainReader, type LogQuery } from "../../src/index.js";
-import { LOG_INDEX_START_KEY, LogIndexKind, writeUint64BE } from "../../src/logIndex.js";
+import { LOG_INDEX_START_KEY, LogIndexKind } from "../../src/logIndex.js";
 import { LOG_RECORD_KIND, LOG_RECORD_START_KEY } from "../../src/logRecords.js";
 import { executor, MINER, network } from "./fixtures.js";
 
@@ -356,24 +356,5 @@ describe("log index", () => {
     const used = await Promise.all(walks.mock.results.map((r) => r.value));
     expect(used.filter((blocks) => blocks !== undefined).length).toBeGreaterThan(5);
     expect(used.filter((blocks) => blocks === undefined).length).toBeGreaterThan(5);
-  });
-});
-
-describe("writeUint64BE", () => {
-  it("writes what DataView's setBigUint64 writes, wrapping modulo 2^64 alike", () => {
-    const values = [0n, 1n, 255n, 256n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n + 3n, 2n ** 64n - 1n];
-    let seed = 0x1234_5678n;
-    for (let i = 0; i < 500; i++) {
-      seed = (seed * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n;
-      values.push(seed >> BigInt(i % 64));
-    }
-    values.push(-1n, -(2n ** 40n), 2n ** 64n + 5n);
-    for (const value of values) {
-      const expected = new Uint8Array(new ArrayBuffer(12));
-      new DataView(expected.buffer).setBigUint64(3, value);
-      const got = new Uint8Array(12);
-      writeUint64BE(got, 3, value);
-      expect(got, `value ${value}`).toEqual(expected);
-    }
   });
 });

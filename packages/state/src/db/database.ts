@@ -164,7 +164,7 @@ export class Database {
  */
 class Staging {
   /** Past V8's 64 bytes: allocated outside the heap. */
-  #buffer = new Uint8Array(new ArrayBuffer(1024));
+  readonly #buffer = new Uint8Array(new ArrayBuffer(1024));
 
   /** The bucket byte and `key`, as a view of the buffer's start. */
   key(bucket: Bucket, key: Uint8Array): Uint8Array {

@@ -15,6 +15,7 @@ import {
   trimLeadingZeros,
   writeU32BE,
   writeU32LE,
+  writeU64BE,
 } from "../../src/index.js";
 
 describe("byte helpers", () => {
@@ -95,5 +96,24 @@ describe("byte helpers", () => {
     const none = Uint8Array.of(1, 0);
     expect(trimLeadingZeros(none)).toBe(none);
     expect(trimLeadingZeros(new Uint8Array(3)).length).toBe(0);
+  });
+});
+
+describe("writeU64BE", () => {
+  it("writes what DataView's setBigUint64 writes, wrapping modulo 2^64 alike", () => {
+    const values = [0n, 1n, 255n, 256n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n + 3n, 2n ** 64n - 1n];
+    let seed = 0x1234_5678n;
+    for (let i = 0; i < 500; i++) {
+      seed = (seed * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n;
+      values.push(seed >> BigInt(i % 64));
+    }
+    values.push(-1n, -(2n ** 40n), 2n ** 64n + 5n);
+    for (const value of values) {
+      const expected = new Uint8Array(new ArrayBuffer(12));
+      new DataView(expected.buffer).setBigUint64(3, value);
+      const got = new Uint8Array(12);
+      writeU64BE(got, 3, value);
+      expect(got, `value ${value}`).toEqual(expected);
+    }
   });
 });
