@@ -89,59 +89,81 @@ function randomOps(seed: number, count: number, key: (r: () => number) => Uint8A
   return ops;
 }
 
+/**
+ * The tests that replay thousands of ops are bounded by their count; they take 0.4 to 1.6 s on a
+ * quiet 2-core machine and can take ten times that on a busy one.
+ */
+const REPLAY_TIMEOUT_MS = 60_000;
+
 describe("FastTrie", () => {
-  it("has the library's root after each of 4,000 writes and deletions of 400 hashed keys", async () => {
-    const ops = randomOps(7, 4000, (r) =>
-      Uint8Array.of(Math.floor(r() * 400) & 255, Math.floor(r() * 400) >> 8),
-    );
-    await replay(ops, true, 200);
-  });
+  it(
+    "has the library's root after each of 4,000 writes and deletions of 400 hashed keys",
+    async () => {
+      const ops = randomOps(7, 4000, (r) =>
+        Uint8Array.of(Math.floor(r() * 400) & 255, Math.floor(r() * 400) >> 8),
+      );
+      await replay(ops, true, 200);
+    },
+    REPLAY_TIMEOUT_MS,
+  );
 
-  it("has the root of the same entries for keys of any length, prefixes of one another, and short (inlined) nodes", async () => {
-    // Keys of 0 to 3 bytes from a small alphabet: branch values, extensions, nodes under 32 bytes.
-    const ops = randomOps(11, 3000, (r) =>
-      Uint8Array.from(
-        { length: Math.floor(r() * 4) },
-        () => [0x00, 0x01, 0x10, 0x11, 0xff][Math.floor(r() * 5)]!,
-      ),
-    );
-    await replay(ops, false, 15);
-  });
+  it(
+    "has the root of the same entries for keys of any length, prefixes of one another, and short (inlined) nodes",
+    async () => {
+      // Keys of 0 to 3 bytes from a small alphabet: branch values, extensions, nodes under 32 bytes.
+      const ops = randomOps(11, 3000, (r) =>
+        Uint8Array.from(
+          { length: Math.floor(r() * 4) },
+          () => [0x00, 0x01, 0x10, 0x11, 0xff][Math.floor(r() * 5)]!,
+        ),
+      );
+      await replay(ops, false, 15);
+    },
+    REPLAY_TIMEOUT_MS,
+  );
 
-  it("has the root of the same entries for any sequence of writes and deletions (property)", async () => {
-    const key = fc.uint8Array({ minLength: 0, maxLength: 3, max: 3 });
-    const value = fc.oneof(
-      fc.constant(new Uint8Array()),
-      fc.uint8Array({ minLength: 1, maxLength: 36 }),
-    );
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.record({ key, value }), { maxLength: 60 }),
-        fc.boolean(),
-        async (ops, hashed) => {
-          await replay(ops, hashed);
-        },
-      ),
-      { numRuns: 300 },
-    );
-  });
+  it(
+    "has the root of the same entries for any sequence of writes and deletions (property)",
+    async () => {
+      const key = fc.uint8Array({ minLength: 0, maxLength: 3, max: 3 });
+      const value = fc.oneof(
+        fc.constant(new Uint8Array()),
+        fc.uint8Array({ minLength: 1, maxLength: 36 }),
+      );
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.record({ key, value }), { maxLength: 60 }),
+          fc.boolean(),
+          async (ops, hashed) => {
+            await replay(ops, hashed);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    },
+    REPLAY_TIMEOUT_MS,
+  );
 
-  it("writes every node it reaches: the library reads its trie back from the database alone", async () => {
-    const ops = randomOps(3, 1500, (r) =>
-      Uint8Array.of(Math.floor(r() * 256), Math.floor(r() * 3)),
-    );
-    const { fast, fastDb, opts } = await replay(ops, true, 500);
-    const reader = await createMPT({ ...opts, db: fastDb, root: fast.root() });
-    let nodes = 0;
-    await reader.walkAllNodes(async () => {
-      nodes++;
-    });
-    expect(nodes).toBeGreaterThan(100);
-    for (const op of ops) {
-      const [want, got] = [await fast.get(op.key), await reader.get(op.key)];
-      expect(got === null ? null : bytesToHex(got)).toBe(want === null ? null : bytesToHex(want));
-    }
-  });
+  it(
+    "writes every node it reaches: the library reads its trie back from the database alone",
+    async () => {
+      const ops = randomOps(3, 1500, (r) =>
+        Uint8Array.of(Math.floor(r() * 256), Math.floor(r() * 3)),
+      );
+      const { fast, fastDb, opts } = await replay(ops, true, 500);
+      const reader = await createMPT({ ...opts, db: fastDb, root: fast.root() });
+      let nodes = 0;
+      await reader.walkAllNodes(async () => {
+        nodes++;
+      });
+      expect(nodes).toBeGreaterThan(100);
+      for (const op of ops) {
+        const [want, got] = [await fast.get(op.key), await reader.get(op.key)];
+        expect(got === null ? null : bytesToHex(got)).toBe(want === null ? null : bytesToHex(want));
+      }
+    },
+    REPLAY_TIMEOUT_MS,
+  );
 
   it("writes nothing when a key gets the value it has (the state manager writes back what it read)", async () => {
     const { fast, fastDb } = pair(true);
