@@ -25,6 +25,7 @@ export {
   transactionTopic,
 } from "./gossip.js";
 export {
+  type ConnectionFailure,
   P2PNetwork,
   type P2PNetworkDeps,
   type PeerFault,
@@ -51,6 +52,10 @@ export { RateLimiter } from "./rateLimiter.js";
 export {
   ADDRESS_PUNISHMENT,
   type BanState,
+  FAILED_CONNECTION_LIMIT,
+  type FailedConnectionLimit,
+  type FailedConnectionOutcome,
+  FailureWindow,
   loadBans,
   NODE_PUNISHMENT,
   PeerEvent,

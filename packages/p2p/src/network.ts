@@ -1,6 +1,6 @@
 import { noise } from "@chainsafe/libp2p-noise";
 import { type Identify, identify } from "@libp2p/identify";
-import type { Connection, PeerId, Stream } from "@libp2p/interface";
+import type { Connection, MultiaddrConnection, PeerId, Stream } from "@libp2p/interface";
 import { mdns } from "@libp2p/mdns";
 import { peerIdFromString } from "@libp2p/peer-id";
 import { type Ping, ping } from "@libp2p/ping";
@@ -51,6 +51,24 @@ export interface PeerFault {
   readonly error: P2PError;
 }
 
+/**
+ * An inbound connection that never became a peer, for a scoring module to count against its
+ * address: `stage` says how far it got.
+ * - `encryption`: no encrypted channel: bytes that are not multistream-select, a protocol we do
+ *   not offer, a failed noise handshake, silence until the upgrade's time ran out, or a close;
+ * - `multiplexing`: encrypted, but no stream multiplexer agreed;
+ * - `status`: upgraded, but closed, or silent past `statusTimeoutMs`, before the status
+ *   handshake.
+ */
+export interface ConnectionFailure {
+  /** The remote IP address. */
+  readonly address: string;
+  /** The remote multiaddr (`/ip4/…/tcp/…`). */
+  readonly remoteAddress: string;
+  readonly stage: "encryption" | "multiplexing" | "status";
+  readonly reason: string;
+}
+
 export interface P2PNetworkDeps {
   readonly key: NodeKey;
   readonly chain: ChainSource;
@@ -82,6 +100,12 @@ interface ConnectionState {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
+/** An inbound connection the gater let in, on its way to becoming a peer. */
+interface PendingInbound {
+  readonly address: string;
+  stage: ConnectionFailure["stage"];
+}
+
 const STATUS_STREAMS = { maxInboundStreams: 2, maxOutboundStreams: 2 };
 const REQUEST_STREAMS = { maxInboundStreams: 16, maxOutboundStreams: 16 };
 const MAX_ERROR_MESSAGE_BYTES = 256;
@@ -101,6 +125,9 @@ export class P2PNetwork {
   readonly #connected = new Set<(peer: PeerInfo) => void>();
   readonly #disconnected = new Set<(peer: PeerInfo) => void>();
   readonly #faults = new Set<(fault: PeerFault) => void>();
+  readonly #failures = new Set<(failure: ConnectionFailure) => void>();
+  /** Inbound connections not upgraded yet, by their raw connection. */
+  readonly #pending = new Map<MultiaddrConnection, PendingInbound>();
   #running = false;
   #redial: ReturnType<typeof setInterval> | undefined;
 
@@ -124,6 +151,7 @@ export class P2PNetwork {
       const ip = ipOf(addr);
       return ip !== undefined && deps.isBanned?.(ip) === true;
     };
+    const outboundFull = () => (network?.connectionCount("outbound") ?? 0) >= opts.maxOutboundPeers;
     const libp2p = await createLibp2p<Services>({
       start: false,
       privateKey: deps.key.privateKey,
@@ -132,15 +160,34 @@ export class P2PNetwork {
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
       peerDiscovery: opts.mdns ? [mdns()] : [],
-      connectionManager: { maxConnections: opts.maxInboundPeers + opts.maxOutboundPeers },
+      connectionManager: {
+        maxConnections: opts.maxInboundPeers + opts.maxOutboundPeers,
+        inboundUpgradeTimeout: opts.statusTimeoutMs,
+      },
       connectionGater: {
-        denyDialMultiaddr: (addr) => banned(addr),
-        denyInboundConnection: (conn) =>
-          banned(conn.remoteAddr) ||
-          (network?.connectionCount("inbound") ?? 0) >= opts.maxInboundPeers,
-        denyOutboundConnection: (_peer, conn) =>
-          banned(conn.remoteAddr) ||
-          (network?.connectionCount("outbound") ?? 0) >= opts.maxOutboundPeers,
+        // Refused before a socket opens: a dial the far side would see closed unanswered
+        // counts against this node's address there.
+        denyDialMultiaddr: (addr) => banned(addr) || outboundFull(),
+        // Refused at accept, before any byte is read or written.
+        denyInboundConnection: (conn) => {
+          if (
+            banned(conn.remoteAddr) ||
+            (network?.connectionCount("inbound") ?? 0) >= opts.maxInboundPeers
+          )
+            return true;
+          if (network !== undefined) network.#watchInbound(conn);
+          return false;
+        },
+        denyInboundEncryptedConnection: (_peer, conn) => {
+          const pending = network === undefined ? undefined : network.#pending.get(conn);
+          if (pending !== undefined) pending.stage = "multiplexing";
+          return false;
+        },
+        denyInboundUpgradedConnection: (_peer, conn) => {
+          if (network !== undefined) network.#pending.delete(conn);
+          return false;
+        },
+        denyOutboundConnection: (_peer, conn) => banned(conn.remoteAddr) || outboundFull(),
       },
       services: { ...deps.services, identify: identify(), ping: ping() },
     });
@@ -212,6 +259,7 @@ export class P2PNetwork {
       state.settle({ error: notRunning() });
     }
     this.#connections.clear();
+    this.#pending.clear();
     for (const peer of [...this.#peers.values()]) this.#dropPeer(peer.id);
   }
 
@@ -243,6 +291,35 @@ export class P2PNetwork {
   onPeerDisconnected(listener: (peer: PeerInfo) => void): () => void {
     this.#disconnected.add(listener);
     return () => this.#disconnected.delete(listener);
+  }
+
+  /** Calls `listener` for every inbound `ConnectionFailure`; returns the unsubscribe. */
+  onConnectionFailure(listener: (failure: ConnectionFailure) => void): () => void {
+    this.#failures.add(listener);
+    return () => this.#failures.delete(listener);
+  }
+
+  /**
+   * Closes the inbound connections from `ip` that are not peers yet (after a ban, so they do not
+   * hold their slots until the upgrade's time runs out); the number closed.
+   */
+  dropPending(ip: string): number {
+    let closed = 0;
+    for (const [conn, pending] of [...this.#pending]) {
+      if (pending.address !== ip) continue;
+      this.#pending.delete(conn);
+      conn.abort(new Error("address banned"));
+      closed++;
+    }
+    for (const connection of this.#libp2p.getConnections()) {
+      const state = this.#connections.get(connection.id);
+      if (connection.direction !== "inbound" || state === undefined || state.settled) continue;
+      if (ipOf(connection.remoteAddr) !== ip) continue;
+      state.settle({ error: new P2PError(P2PErrorCode.STREAM_CLOSED, "address banned") });
+      connection.abort(new Error("address banned"));
+      closed++;
+    }
+    return closed;
   }
 
   /** Calls `listener` for every `PeerFault`. */
@@ -380,10 +457,17 @@ export class P2PNetwork {
   };
 
   readonly #onConnectionClose = (evt: CustomEvent<Connection>): void => {
-    const state = this.#connections.get(evt.detail.id);
+    const connection = evt.detail;
+    const state = this.#connections.get(connection.id);
     if (state === undefined) return;
-    this.#connections.delete(evt.detail.id);
+    this.#connections.delete(connection.id);
     if (state.timer !== undefined) clearTimeout(state.timer);
+    if (!state.settled && connection.direction === "inbound")
+      this.#connectionFailed(
+        connection.remoteAddr,
+        "status",
+        "the connection closed before the status handshake",
+      );
     state.settle({
       error: new P2PError(
         P2PErrorCode.STREAM_CLOSED,
@@ -408,6 +492,55 @@ export class P2PNetwork {
       });
     });
   };
+
+  /**
+   * Follows an inbound connection the gater let in until it is upgraded: a close before that
+   * is a `ConnectionFailure` at the stage it reached.
+   */
+  #watchInbound(conn: MultiaddrConnection): void {
+    const address = ipOf(conn.remoteAddr);
+    if (address === undefined) return;
+    this.#pending.set(conn, { address, stage: "encryption" });
+    conn.addEventListener(
+      "close",
+      (evt) => {
+        const pending = this.#pending.get(conn);
+        if (pending === undefined) return;
+        this.#pending.delete(conn);
+        const error = (evt as Event & { error?: Error }).error;
+        const reason =
+          error === undefined
+            ? "closed by the remote"
+            : error.name === "AbortError" ||
+                error.name === "TimeoutError" ||
+                /timeout|timed out/i.test(error.message)
+              ? `no ${pending.stage} within ${this.#opts.statusTimeoutMs} ms`
+              : `${error.name}: ${error.message}`;
+        this.#connectionFailed(conn.remoteAddr, pending.stage, reason);
+      },
+      { once: true },
+    );
+  }
+
+  #connectionFailed(remote: Multiaddr, stage: ConnectionFailure["stage"], reason: string): void {
+    if (!this.#running) return;
+    const address = ipOf(remote);
+    if (address === undefined) return;
+    const failure: ConnectionFailure = {
+      address,
+      remoteAddress: remote.toString(),
+      stage,
+      reason,
+    };
+    this.#log.debug("Inbound connection failed", { ...failure });
+    for (const listener of this.#failures) {
+      try {
+        listener(failure);
+      } catch (err) {
+        this.#log.error("A connection failure listener threw", { error: (err as Error).message });
+      }
+    }
+  }
 
   /** The handshake of `connection`, started once: a status exchange if we dialled it. */
   #track(connection: Connection): ConnectionState {
@@ -437,8 +570,10 @@ export class P2PNetwork {
       void this.#sendStatus(connection);
     } else {
       state.timer = setTimeout(() => {
-        if (!state.settled)
-          this.#hangUp(connection, `no status within ${this.#opts.statusTimeoutMs} ms`);
+        if (state.settled) return;
+        const reason = `no status within ${this.#opts.statusTimeoutMs} ms`;
+        this.#connectionFailed(connection.remoteAddr, "status", reason);
+        this.#hangUp(connection, reason);
       }, this.#opts.statusTimeoutMs);
       state.timer.unref();
     }

@@ -1,3 +1,5 @@
+import { FAILED_CONNECTION_LIMIT } from "./scoring/peerScoring.js";
+
 /** The settings of a `P2PNetwork`: plain values, each with a documented default. */
 export interface P2POptions {
   /**
@@ -19,7 +21,11 @@ export interface P2POptions {
   readonly maxInboundPeers: number;
   /** The most connections this node opened to others. Default 10. */
   readonly maxOutboundPeers: number;
-  /** How long a new connection may take to complete the status handshake, in ms. Default 5,000. */
+  /**
+   * How long a new connection may take to complete the status handshake, in ms; an inbound one
+   * has this long for the libp2p upgrade (multistream-select, noise, yamux) and this long again
+   * for its status. Default 5,000.
+   */
   readonly statusTimeoutMs: number;
   /** How long a request may take, from opening its stream to its last response, in ms. Default 10,000. */
   readonly requestTimeoutMs: number;
@@ -29,6 +35,13 @@ export interface P2POptions {
    * A request over the limit is answered with `RATE_LIMITED`. Default 1,024 and 256.
    */
   readonly rateLimit: { readonly capacity: number; readonly refillPerSecond: number };
+  /**
+   * When an address is banned for inbound connections that never became a peer (garbage,
+   * failed encryption or multiplexer negotiation, silence, a close before the status handshake):
+   * `max` such failures within `windowMs`. The ban lasts 12 minutes, 10 % longer each repeat, at
+   * most 6,000 minutes. Default 10 within 60,000 ms.
+   */
+  readonly failedConnections: { readonly max: number; readonly windowMs: number };
 }
 
 export const defaultP2POptions: Omit<P2POptions, "networkId"> = Object.freeze({
@@ -42,4 +55,5 @@ export const defaultP2POptions: Omit<P2POptions, "networkId"> = Object.freeze({
   statusTimeoutMs: 5_000,
   requestTimeoutMs: 10_000,
   rateLimit: Object.freeze({ capacity: 1_024, refillPerSecond: 256 }),
+  failedConnections: Object.freeze({ ...FAILED_CONNECTION_LIMIT }),
 });

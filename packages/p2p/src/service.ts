@@ -8,9 +8,9 @@ import { type BlockHeader, bytesToHex, type Logger } from "@nodex/types";
 import { chainHead, chainSourceOf } from "./chainSource.js";
 import { P2PErrorCode } from "./errors.js";
 import { Gossip, messageId } from "./gossip.js";
-import { P2PNetwork, type PeerFault, type PeerInfo } from "./network.js";
+import { type ConnectionFailure, P2PNetwork, type PeerFault, type PeerInfo } from "./network.js";
 import { NodeKey } from "./nodeKey.js";
-import type { P2POptions } from "./options.js";
+import { defaultP2POptions, type P2POptions } from "./options.js";
 import { loadBans, PeerEvent, PeerScoring, saveBans } from "./scoring/index.js";
 import { Synchronizer, type SyncOptions, type SyncProgress } from "./sync.js";
 
@@ -125,6 +125,7 @@ export class P2PService {
     const bansPath = join(deps.datadir, BANS_FILE);
     const scoring = new PeerScoring(
       {
+        failedConnections: options.failedConnections ?? defaultP2POptions.failedConnections,
         onBansChanged: (state) => {
           try {
             saveBans(bansPath, state);
@@ -181,6 +182,7 @@ export class P2PService {
     this.#unsubscribe.push(
       network.onPeerConnected((peer) => this.#connected(peer)),
       network.onPeerFault((fault) => this.#fault(fault)),
+      network.onConnectionFailure((failure) => this.#connectionFailed(failure)),
       this.#deps.chain.onHeadChange((change) => this.#headChanged(change)),
       this.#deps.admission.onAdmitted((tx) => void this.gossip.publishTransaction(tx)),
     );
@@ -245,6 +247,24 @@ export class P2PService {
     const address = hostPort(peer.remoteAddress)?.host;
     if (address !== undefined && this.scoring.isBanned(address))
       void this.network.disconnect(peer.id, "banned address").catch(() => {});
+  }
+
+  /**
+   * An inbound connection that never became a peer counts against its address; at the limit the
+   * address is banned and whatever it still has open is closed.
+   */
+  #connectionFailed(failure: ConnectionFailure): void {
+    const outcome = this.scoring.failedConnection(failure.address);
+    if (!outcome.started) return;
+    this.#log.warn("Banning address: failed connections", {
+      address: failure.address,
+      failures: outcome.failures,
+      stage: failure.stage,
+      reason: failure.reason,
+      until: new Date(outcome.until ?? 0).toISOString(),
+    });
+    this.network.dropPending(failure.address);
+    this.dropBanned("banned address: failed connections");
   }
 
   #fault(fault: PeerFault): void {

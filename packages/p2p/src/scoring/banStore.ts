@@ -56,9 +56,10 @@ function validate(value: unknown): BanState {
         p !== null &&
         typeof (p as Record<string, unknown>).address === "string" &&
         Number.isSafeInteger((p as Record<string, unknown>).until) &&
-        Number.isSafeInteger((p as Record<string, unknown>).punishments),
+        Number.isSafeInteger((p as Record<string, unknown>).punishments) &&
+        [undefined, "connections"].includes((p as Record<string, unknown>).reason as string),
     )
   )
-    throw new Error("punished: expected an array of {address, until, punishments}");
+    throw new Error("punished: expected an array of {address, until, punishments, reason?}");
   return { manual, punished } as BanState;
 }

@@ -1,4 +1,5 @@
 import { type AddressBlock, AddressSet, normalizeAddress, parseAddressBlock } from "./addresses.js";
+import { FailureWindow } from "./failureWindow.js";
 
 /** What a peer did, as the reference node's scoring counts it. */
 export const PeerEvent = {
@@ -62,6 +63,20 @@ export const ADDRESS_PUNISHMENT: PunishmentParams = {
   maxDurationMs: 6000 * 60_000,
 };
 
+/**
+ * When failed inbound connections ban an address: `max` failures within `windowMs`. A failed
+ * connection is one that never became a peer: bytes that are not the protocol, an encryption or
+ * multiplexer negotiation that fails, silence past the handshake's time, or a close before the
+ * status handshake.
+ */
+export interface FailedConnectionLimit {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
+/** Ten failed connections within a minute. */
+export const FAILED_CONNECTION_LIMIT: FailedConnectionLimit = { max: 10, windowMs: 60_000 };
+
 export function punishmentDuration(params: PunishmentParams, previous: number): number {
   const duration = params.durationMs * (1 + params.incrementPercent / 100) ** previous;
   const capped = params.maxDurationMs > 0 ? Math.min(duration, params.maxDurationMs) : duration;
@@ -76,6 +91,8 @@ class Record {
   punishments = 0;
   /** Milliseconds since the epoch; 0 when not punished. */
   punishedUntil = 0;
+  /** Whether the running punishment is a ban for failed connections (addresses only). */
+  connectionBan = false;
 
   record(event: PeerEvent): void {
     this.counters.set(event, (this.counters.get(event) ?? 0) + 1);
@@ -88,13 +105,31 @@ class Record {
     if (DISQUALIFYING.has(event)) this.goodReputation = false;
   }
 
-  /** Ends an expired punishment: the reputation comes back, the counters start anew. */
-  expire(now: number): void {
-    if (this.punishedUntil === 0 || this.punishedUntil > now) return;
+  /**
+   * A connection from this address that never became a peer: counted as a failed handshake,
+   * and scored as an invalid event (a positive score to 0, then 1 less). The reputation is
+   * left to the failure window: one failure does not ban.
+   */
+  failedConnection(): void {
+    const counter = PeerEvent.FAILED_HANDSHAKE;
+    this.counters.set(counter, (this.counters.get(counter) ?? 0) + 1);
+    if (this.score > 0) this.score = 0;
+    this.score--;
+  }
+
+  /** Ends the punishment now (a ban lifted by the operator); the record starts anew. */
+  lift(): void {
     this.punishedUntil = 0;
+    this.connectionBan = false;
     this.goodReputation = true;
     this.counters.clear();
     this.score = 0;
+  }
+
+  /** Ends an expired punishment: the reputation comes back, the counters start anew. */
+  expire(now: number): void {
+    if (this.punishedUntil === 0 || this.punishedUntil > now) return;
+    this.lift();
   }
 
   json(id: string, type: "node" | "address"): Record_ {
@@ -112,17 +147,23 @@ type Record_ = { [key: string]: string | number | boolean };
 export interface BanState {
   /** `sco_banAddress` entries: addresses and CIDR blocks, banned until unbanned. */
   readonly manual: readonly string[];
-  /** Addresses punished for bad reputation, until when, and how often so far. */
+  /**
+   * Addresses punished, until when, and how often so far; `reason` `"connections"` for a ban
+   * for failed connections (absent: a peer's bad reputation).
+   */
   readonly punished: readonly {
     readonly address: string;
     readonly until: number;
     readonly punishments: number;
+    readonly reason?: "connections";
   }[];
 }
 
 export interface PeerScoringOptions {
   readonly nodes?: PunishmentParams;
   readonly addresses?: PunishmentParams;
+  /** When failed inbound connections ban an address; default `FAILED_CONNECTION_LIMIT`. */
+  readonly failedConnections?: FailedConnectionLimit;
   readonly now?: () => number;
   /** Called with the ban state whenever it changes (to persist it). */
   readonly onBansChanged?: (state: BanState) => void;
@@ -137,6 +178,12 @@ export interface ScoreOutcome {
   readonly started?: boolean;
 }
 
+/** The outcome of a failed connection: a `ScoreOutcome` and the failures in the window. */
+export interface FailedConnectionOutcome extends ScoreOutcome {
+  /** The address's failed connections within the window, this one included. */
+  readonly failures: number;
+}
+
 /**
  * Peer scoring as the reference node does it: each event is counted for the peer's node id and
  * for its address. An invalid block, transaction, message, header or network resets a positive
@@ -145,6 +192,9 @@ export interface ScoreOutcome {
  * invalid block, message or header the peer's reputation is bad: it is punished (disconnected,
  * its address refused) for 12 minutes, 10 % longer each repeat; when the punishment ends its
  * record starts anew. Addresses banned by hand (`sco_banAddress`) stay banned until unbanned.
+ * Below the peer identity, an address whose inbound connections fail `failedConnections.max`
+ * times within `failedConnections.windowMs` is banned for the address punishment's time; such a
+ * ban is listed by `bannedAddresses` and lifted by `unban`.
  */
 export class PeerScoring {
   readonly #nodes = new Map<string, Record>();
@@ -152,12 +202,15 @@ export class PeerScoring {
   readonly #manual = new AddressSet();
   readonly #nodeParams: PunishmentParams;
   readonly #addressParams: PunishmentParams;
+  readonly #failures: FailureWindow;
   readonly #now: () => number;
   readonly #onBansChanged: ((state: BanState) => void) | undefined;
 
   constructor(opts: PeerScoringOptions = {}, state?: BanState) {
     this.#nodeParams = opts.nodes ?? NODE_PUNISHMENT;
     this.#addressParams = opts.addresses ?? ADDRESS_PUNISHMENT;
+    const limit = opts.failedConnections ?? FAILED_CONNECTION_LIMIT;
+    this.#failures = new FailureWindow(limit.max, limit.windowMs);
     this.#now = opts.now ?? Date.now;
     this.#onBansChanged = opts.onBansChanged;
     if (state !== undefined) this.#restore(state);
@@ -189,6 +242,29 @@ export class PeerScoring {
       : { punished: false };
   }
 
+  /**
+   * Counts an inbound connection from `address` that never became a peer. At the limit's
+   * failures within its window the address is banned (`started`), for 12 minutes at first and
+   * 10 % longer each repeat, at most 6,000 minutes (the address punishment's rules).
+   */
+  failedConnection(address: string): FailedConnectionOutcome {
+    const now = this.#now();
+    const key = normalizeAddress(address);
+    const r = this.#record(this.#addresses, key, now);
+    r.failedConnection();
+    if (r.punishedUntil > now)
+      return { punished: true, until: r.punishedUntil, started: false, failures: 0 };
+    const failures = this.#failures.add(key, now);
+    if (failures < this.#failures.max) return { punished: false, failures };
+    this.#failures.clear(key);
+    r.goodReputation = false;
+    r.connectionBan = true;
+    r.punishedUntil = now + punishmentDuration(this.#addressParams, r.punishments);
+    r.punishments++;
+    this.#changed();
+    return { punished: true, until: r.punishedUntil, started: true, failures };
+  }
+
   /** Whether a peer may stay connected: neither its node id nor its address is punished. */
   hasGoodReputation(nodeId: string | undefined, address: string | undefined): boolean {
     const now = this.#now();
@@ -217,17 +293,42 @@ export class PeerScoring {
     return true;
   }
 
-  /** `sco_unbanAddress`: `false` when `text` is not an address or CIDR block. */
+  /**
+   * `sco_unbanAddress`: lifts a ban by hand, or a running ban of a single address for failed
+   * connections; `false` when `text` is not an address or CIDR block.
+   */
   unban(text: string): boolean {
     const block = parseAddressBlock(text);
     if (block === undefined) return false;
-    if (this.#manual.delete(block)) this.#changed();
+    let changed = this.#manual.delete(block);
+    if (block.prefix === undefined) {
+      const r = this.#addresses.get(block.address);
+      if (r?.connectionBan === true && r.punishedUntil > 0) {
+        r.lift();
+        this.#failures.clear(block.address);
+        changed = true;
+      }
+    }
+    if (changed) this.#changed();
     return true;
   }
 
-  /** `sco_bannedAddresses`: the addresses banned by hand, single ones first. */
+  /**
+   * `sco_bannedAddresses`: single addresses banned by hand, then those banned for failed
+   * connections (while the ban runs), then blocks banned by hand.
+   */
   bannedAddresses(): string[] {
-    return this.#manual.list();
+    const manual = this.#manual.list();
+    const singles = manual.filter((text) => !text.includes("/"));
+    const blocks = manual.filter((text) => text.includes("/"));
+    const now = this.#now();
+    const refused: string[] = [];
+    for (const [address, r] of this.#addresses) {
+      if (!r.connectionBan) continue;
+      r.expire(now);
+      if (r.connectionBan && !singles.includes(address)) refused.push(address);
+    }
+    return [...singles, ...refused, ...blocks];
   }
 
   /** `sco_peerList`: node records (by short id) first, then address records. */
@@ -274,9 +375,14 @@ export class PeerScoring {
     const punished: BanState["punished"][number][] = [];
     for (const [address, r] of this.#addresses) {
       if (r.punishedUntil > now)
-        punished.push({ address, until: r.punishedUntil, punishments: r.punishments });
+        punished.push({
+          address,
+          until: r.punishedUntil,
+          punishments: r.punishments,
+          ...(r.connectionBan ? { reason: "connections" as const } : {}),
+        });
     }
-    return { manual: this.bannedAddresses(), punished };
+    return { manual: this.#manual.list(), punished };
   }
 
   #record(map: Map<string, Record>, key: string, now: number): Record {
@@ -310,6 +416,7 @@ export class PeerScoring {
       r.goodReputation = false;
       r.punishedUntil = p.until;
       r.punishments = p.punishments;
+      r.connectionBan = p.reason === "connections";
       this.#addresses.set(normalizeAddress(p.address), r);
     }
   }
