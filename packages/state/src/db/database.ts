@@ -1,6 +1,11 @@
 import { ClassicLevel } from "classic-level";
 import { type Bucket, bucketKey } from "./buckets.js";
 
+export interface DatabaseOpenOptions {
+  /** Let worker threads of this process open the same database (classic-level's option). */
+  readonly multithreading?: boolean;
+}
+
 export type WriteOp =
   | {
       readonly type: "put";
@@ -39,14 +44,26 @@ export class Database {
     this.#level = level;
   }
 
-  /** Opens (creating if needed) the database in `path`. */
-  static async open(path: string): Promise<Database> {
+  /**
+   * Opens (creating if needed) the database in `path`. With `multithreading`, worker threads of
+   * this process may open the same path (with `multithreading` too) and share LevelDB's handle:
+   * they read what has landed (see `landed`).
+   */
+  static async open(path: string, opts: DatabaseOpenOptions = {}): Promise<Database> {
     const level = new ClassicLevel<Uint8Array, Uint8Array>(path, {
       keyEncoding: "view",
       valueEncoding: "view",
     });
-    await level.open();
+    await level.open({ multithreading: opts.multithreading ?? false });
     return new Database(level);
+  }
+
+  /**
+   * Settles (never rejects) once every write issued so far has landed in LevelDB or failed:
+   * from then on another thread reading the same database sees them.
+   */
+  landed(): Promise<void> {
+    return this.#inFlight === 0 ? Promise.resolve() : this.#lastWrite;
   }
 
   /**
