@@ -146,11 +146,19 @@ export class Chain {
   readonly #headListeners = new Set<(change: HeadChange) => void>();
   #head: StoredBlock;
   #queue: Promise<unknown> = Promise.resolve();
+  /** Opened with `openReadOnly`: nothing is ever written. */
+  readonly #readOnly: boolean;
   /** See `writing()`. */
   #writing: Promise<void> | undefined;
 
-  private constructor(network: NetworkPreset, deps: ChainDeps, head: StoredBlock) {
+  private constructor(
+    network: NetworkPreset,
+    deps: ChainDeps,
+    head: StoredBlock,
+    readOnly = false,
+  ) {
     this.network = network;
+    this.#readOnly = readOnly;
     this.#db = deps.db;
     this.#log = deps.logger;
     this.#stateWindow = deps.stateWindow;
@@ -194,6 +202,43 @@ export class Chain {
       hash: bytesToHex(head.hash),
     });
     return chain;
+  }
+
+  /**
+   * Opens, for reads only, the chain a `Chain` of another thread of this process writes in the
+   * same database (the worker threads that serve heavy requests): nothing is written, genesis
+   * included, and the head is the block the writer names with `follow`. Throws `CORRUPT` when
+   * the database holds no chain.
+   */
+  static async openReadOnly(network: NetworkPreset, deps: ChainDeps): Promise<Chain> {
+    const headHash = await deps.db.get(Bucket.META, HEAD_KEY);
+    const chain = new Chain(network, deps, undefined as unknown as StoredBlock, true);
+    const head = headHash === undefined ? undefined : await chain.#store.getBlockByHash(headHash);
+    if (head === undefined) {
+      throw new ChainError(ChainErrorCode.CORRUPT, "the database holds no chain to read");
+    }
+    chain.#head = head;
+    return chain;
+  }
+
+  /**
+   * For a chain opened with `openReadOnly`: the writer's head is now block `hash` (written and
+   * landed), and the canonical blocks at the numbers `changed` left the canonical chain or were
+   * replaced since the last call (a reorganization, a rewind): what is kept of them in memory
+   * is forgotten.
+   */
+  async follow(hash: Uint8Array, changed: readonly bigint[] = []): Promise<void> {
+    if (!this.#readOnly) throw new Error("follow() is for a chain opened with openReadOnly");
+    for (const number of changed) this.#store.forgetCanonical(number);
+    if (equalBytes(hash, this.#head.hash)) return;
+    const head = await this.#store.getBlockByHash(hash);
+    if (head === undefined) {
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `head block ${bytesToHex(hash)} is missing from the database`,
+      );
+    }
+    this.#head = head;
   }
 
   get head(): StoredBlock {
@@ -351,6 +396,7 @@ export class Chain {
   // Writes: one at a time, through the queue.
 
   #enqueue<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#readOnly) return Promise.reject(new Error("this chain was opened for reads only"));
     const run = this.#queue.then(work);
     this.#queue = run.catch(() => {});
     return run;
