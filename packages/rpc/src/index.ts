@@ -8,6 +8,19 @@ export {
   type FilterOptions,
   type LogChange,
 } from "./filters.js";
+export {
+  type HeavyRequest,
+  type HeavyRequestService,
+  type TraceBudget,
+  traceBudget,
+} from "./heavyRequests.js";
+export {
+  decodeHeavyFailure,
+  encodeHeavyFailure,
+  type HeavyFailure,
+  type HeavyWorkDeps,
+  serveHeavyRequest,
+} from "./heavyWork.js";
 export type { HealthReport, HttpAppOptions, HttpReply, HttpRequestHead } from "./http/app.js";
 export { HttpApp } from "./http/app.js";
 export { chooseTransport } from "./http/index.js";

@@ -58,7 +58,10 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const { reader, transactions, pool, dev, miner, wallet, events } = deps.services;
   const chainModules: ModuleDefinition[] = [];
   if (reader !== undefined)
-    chainModules.push(ethChainModule(reader, transactions), nodexChainModule(reader));
+    chainModules.push(
+      ethChainModule(reader, transactions, deps.services.heavy),
+      nodexChainModule(reader),
+    );
   const filters =
     reader === undefined || events === undefined
       ? undefined
@@ -90,8 +93,8 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
           : STRUCT_LOG_LIMIT_BYTES,
     };
     chainModules.push(
-      debugTraceModule(reader, tracing, limits),
-      traceModule(reader, tracing, limits),
+      debugTraceModule(reader, tracing, limits, deps.services.heavy),
+      traceModule(reader, tracing, limits, deps.services.heavy),
     );
   }
   if (wallet !== undefined) {

@@ -16,6 +16,7 @@ import type {
   SignedTransaction,
   UnsignedTransaction,
 } from "@nodex/types";
+import type { HeavyRequestService } from "./heavyRequests.js";
 
 /** The chain as the RPC methods see it. */
 export interface ChainView {
@@ -288,6 +289,11 @@ export interface RPCServices {
   readonly scoring?: ScoringView;
   /** With `reader`, the `debug_trace*` and `trace_*` methods are served when present. */
   readonly tracing?: TracingService;
+  /**
+   * Where traces and `eth_getLogs` run when present (the node's worker threads), so that they
+   * do not hold the thread that answers every other request; on that thread when absent.
+   */
+  readonly heavy?: HeavyRequestService;
 }
 
 /** What a handler knows about the request it serves. */

@@ -2,6 +2,7 @@ import {
   ChainError,
   ChainErrorCode,
   type IncludedTransaction,
+  isPendingTag,
   type StoredBlock,
 } from "@nodex/chain";
 import {
@@ -11,23 +12,20 @@ import {
   StructLogger,
   toGethCallFrame,
 } from "@nodex/evm";
-import { bytesToHex, CodecError, type SignedTransaction } from "@nodex/types";
+import { type BlockSelector, bytesToHex, CodecError, type SignedTransaction } from "@nodex/types";
+import {
+  type HeavyRequestService,
+  offload,
+  type TraceBudget,
+  type TraceConfig,
+  traceBudget,
+} from "../heavyRequests.js";
 import { jsonType, type ParamSpec, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type { ChainReaderService, TracingService } from "../services.js";
 
-/** The options of `debug_trace*`, decoded. */
-export interface TraceConfig {
-  readonly tracer: "structLogger" | "callTracer" | "prestateTracer";
-  readonly disableStack: boolean;
-  readonly disableMemory: boolean;
-  readonly disableStorage: boolean;
-  readonly enableReturnData: boolean;
-  readonly onlyTopCall: boolean;
-  readonly withLog: boolean;
-  readonly diffMode: boolean;
-}
+export type { TraceConfig } from "../heavyRequests.js";
 
 const DEFAULT_TRACE_CONFIG: TraceConfig = {
   tracer: "structLogger",
@@ -99,8 +97,8 @@ export interface TraceLimits {
 type AnyTracer = StructLogger | CallTracer | PrestateTracer;
 
 /** The tracers of one request: one per transaction, sharing a deadline and a size budget. */
-function tracerFactory(config: TraceConfig, limits: TraceLimits): () => AnyTracer {
-  const deadline = limits.timeoutMs > 0 ? Date.now() + limits.timeoutMs : 0;
+function tracerFactory(config: TraceConfig, limits: TraceBudget): () => AnyTracer {
+  const { deadline } = limits;
   const budget = { used: 0 };
   return () => {
     switch (config.tracer) {
@@ -135,7 +133,7 @@ async function traceBlock(
   tracing: TracingService,
   block: StoredBlock,
   config: TraceConfig,
-  limits: TraceLimits,
+  limits: TraceBudget,
 ): Promise<{ txHash: string; result: unknown }[]> {
   const make = tracerFactory(config, limits);
   const traced = await tracing.traceBlock<ExecutionTracer & AnyTracer>(
@@ -148,46 +146,92 @@ async function traceBlock(
   }));
 }
 
+/** `debug_traceTransaction`'s result: `null` for an unknown transaction. */
+export async function traceTransactionResult(
+  tracing: TracingService,
+  hash: Uint8Array,
+  config: TraceConfig,
+  budget: TraceBudget,
+): Promise<unknown> {
+  const make = tracerFactory(config, budget);
+  const traced = await tracing.traceTransaction<ExecutionTracer & AnyTracer>(
+    hash,
+    (_found: IncludedTransaction) => make(),
+  );
+  return traced === null ? null : resultOf(traced.tracer, config);
+}
+
+/** `debug_traceBlockByHash`'s result; an unknown block is `UNKNOWN_BLOCK`. */
+export async function traceBlockByHashResult(
+  reader: Pick<ChainReaderService, "blockByHash">,
+  tracing: TracingService,
+  hash: Uint8Array,
+  config: TraceConfig,
+  budget: TraceBudget,
+): Promise<unknown> {
+  const block = await reader.blockByHash(hash);
+  if (block === null) throw unknownBlock(bytesToHex(hash));
+  return traceBlock(tracing, block, config, budget);
+}
+
+/** `debug_traceBlockByNumber`'s result; an unknown block is `UNKNOWN_BLOCK`. */
+export async function traceBlockByNumberResult(
+  reader: Pick<ChainReaderService, "resolve">,
+  tracing: TracingService,
+  selector: BlockSelector,
+  config: TraceConfig,
+  budget: TraceBudget,
+): Promise<unknown> {
+  const block = await reader.resolve(selector);
+  if (block === null) throw unknownBlock(selector.kind === "number" ? `#${selector.number}` : "");
+  return traceBlock(tracing, block, config, budget);
+}
+
 /**
  * The `debug_trace*` methods in geth's formats: the struct logger by default, `callTracer`
  * and `prestateTracer`. Blocks answer `[{txHash, result}]`. An unknown transaction is `null`;
- * an unknown block is -32602.
+ * an unknown block is -32602. With `heavy`, traces run there (off the thread that answers the
+ * other requests), but those of the `pending` block.
  */
 export function debugTraceModule(
   reader: ChainReaderService,
   tracing: TracingService,
   limits: TraceLimits,
+  heavy?: HeavyRequestService,
 ) {
   return defineModule("debug", {
     traceTransaction: method({
       params: [p.hash, traceConfig],
       result: r.json,
-      handler: async (_s, [hash, config]) => {
-        const make = tracerFactory(config, limits);
-        const traced = await tracing.traceTransaction<ExecutionTracer & AnyTracer>(
-          hash,
-          (_found: IncludedTransaction) => make(),
+      handler: (_s, [hash, config]) => {
+        const budget = traceBudget(limits);
+        return offload(heavy, { method: "debug_traceTransaction", hash, config, budget }, () =>
+          traceTransactionResult(tracing, hash, config, budget),
         );
-        return traced === null ? null : resultOf(traced.tracer, config);
       },
     }),
     traceBlockByHash: method({
       params: [p.hash, traceConfig],
       result: r.json,
-      handler: async (_s, [hash, config]) => {
-        const block = await reader.blockByHash(hash);
-        if (block === null) throw unknownBlock(bytesToHex(hash));
-        return traceBlock(tracing, block, config, limits);
+      handler: (_s, [hash, config]) => {
+        const budget = traceBudget(limits);
+        return offload(heavy, { method: "debug_traceBlockByHash", hash, config, budget }, () =>
+          traceBlockByHashResult(reader, tracing, hash, config, budget),
+        );
       },
     }),
     traceBlockByNumber: method({
       params: [p.blockNumberOrTag, traceConfig],
       result: r.json,
-      handler: async (_s, [selector, config]) => {
-        const block = await reader.resolve(selector);
-        if (block === null)
-          throw unknownBlock(selector.kind === "number" ? `#${selector.number}` : "");
-        return traceBlock(tracing, block, config, limits);
+      handler: (_s, [selector, config]) => {
+        const budget = traceBudget(limits);
+        const local = () => traceBlockByNumberResult(reader, tracing, selector, config, budget);
+        if (isPendingTag(selector)) return local();
+        return offload(
+          heavy,
+          { method: "debug_traceBlockByNumber", selector, config, budget },
+          local,
+        );
       },
     }),
   });

@@ -2,6 +2,8 @@ import { isPending, type StoredBlock } from "@nodex/chain";
 import { BlockTag, bytesToHex, headerHash } from "@nodex/types";
 import { LRUCache } from "lru-cache";
 import { RPCError, RPCErrorCode } from "../errors.js";
+import type { HeavyRequestService } from "../heavyRequests.js";
+import type { LogFilter } from "../logFilter.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { RawJson, r } from "../results.js";
@@ -13,6 +15,14 @@ import {
   formatReceipt,
   formatTransaction,
 } from "./format.js";
+
+/** `eth_getLogs`'s result as JSON text. */
+export async function logsResult(
+  reader: Pick<ChainReaderService, "getLogs">,
+  filter: LogFilter,
+): Promise<string> {
+  return formatLogsJson(await reader.getLogs(filter));
+}
 
 /** Block objects by hash and form: a block never changes once it has its hash. */
 class BlockJsonCache {
@@ -63,7 +73,12 @@ const REVERT_PREFIX = "VM Exception while processing transaction: ";
  * The chain methods of the eth module, served from the chain reader; `eth_sendRawTransaction`
  * when the node takes transactions.
  */
-export function ethChainModule(reader: ChainReaderService, transactions?: TransactionService) {
+export function ethChainModule(
+  reader: ChainReaderService,
+  transactions?: TransactionService,
+  /** Where `eth_getLogs` runs, off the thread that answers the other requests. */
+  heavy?: HeavyRequestService,
+) {
   const stateAt = p.optional(p.blockSelector, LATEST);
   const blocks = new BlockJsonCache();
   return defineModule("eth", {
@@ -216,7 +231,10 @@ export function ethChainModule(reader: ChainReaderService, transactions?: Transa
     getLogs: method({
       params: [p.logFilter],
       result: r.raw,
-      handler: async (_s, [filter]) => new RawJson(formatLogsJson(await reader.getLogs(filter))),
+      handler: async (_s, [filter]) =>
+        heavy === undefined
+          ? new RawJson(await logsResult(reader, filter))
+          : new RawJson(await heavy.run({ method: "eth_getLogs", query: filter })),
     }),
     estimateGas: method({
       params: [p.callObject, stateAt],
