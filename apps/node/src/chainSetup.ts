@@ -21,7 +21,10 @@ export interface OpenedChain {
  */
 export async function openChain(config: NodeConfig, logger: Logger): Promise<OpenedChain> {
   await mkdir(config.datadir, { recursive: true });
-  const db = await Database.open(join(config.datadir, "db"));
+  // Worker threads serving heavy requests open the same database (see heavyPool.ts).
+  const db = await Database.open(join(config.datadir, "db"), {
+    multithreading: config.rpcWorkerThreads > 0,
+  });
   try {
     const executor = new Executor(config.network);
     // Every network checks merged-mining proofs; development networks seal their own blocks

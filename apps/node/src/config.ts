@@ -21,6 +21,7 @@ import {
   type SignatureRecoveryPreference,
 } from "@nodex/types";
 import type { KeystoreKdf } from "./accounts/keystore.js";
+import { DEFAULT_RPC_WORKER_THREADS } from "./heavyPool.js";
 import {
   COMMAND_FLAGS,
   COMMAND_SETTINGS,
@@ -77,6 +78,11 @@ export interface NodeConfig {
   /** Signature recovery: libsecp256k1 when it loads (`auto`), or always noble. */
   readonly signatureRecovery: SignatureRecoveryPreference;
   readonly rpc: RPCOptions;
+  /**
+   * Worker threads serving traces and `eth_getLogs` (`--rpc-worker-threads`); 0 serves them on
+   * the main thread.
+   */
+  readonly rpcWorkerThreads: number;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
 }
@@ -264,6 +270,7 @@ export function parseCommandLine(environment: Environment): Command {
       states: pick<number>("cacheStates") ?? DEFAULT_CACHES.states,
     }),
     mineInterval: pick<number>("mineInterval") ?? 0,
+    rpcWorkerThreads: pick<number>("rpcWorkerThreads") ?? DEFAULT_RPC_WORKER_THREADS,
     automine: pick<"on" | "off">("automine") !== "off",
     p2p:
       (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"

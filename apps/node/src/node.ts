@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import type { P2PService } from "@nodex/p2p";
 import { createRPCServer, type RPCServer, type RPCServices } from "@nodex/rpc";
@@ -6,6 +7,7 @@ import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
+import { HeavyRequestPool } from "./heavyPool.js";
 import { createNetwork, peersView, scoringView } from "./network.js";
 import { createCore, type NodeCore } from "./services.js";
 import { startSignatureRecovery } from "./signatureRecovery.js";
@@ -26,6 +28,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let stopping: Promise<void> | undefined;
   let core: NodeCore | undefined;
   let p2p: P2PService | undefined;
+  let heavy: HeavyRequestPool | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -65,8 +68,22 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         }
       }
       const network = p2p;
+      if (config.rpcWorkerThreads > 0) {
+        heavy = new HeavyRequestPool(
+          config.rpcWorkerThreads,
+          {
+            dbPath: join(config.datadir, "db"),
+            network: config.network,
+            stateWindow: config.stateWindow === "all" ? undefined : config.stateWindow,
+            caches: config.caches,
+            signatureRecovery: config.signatureRecovery,
+          },
+          { db: opened.db, chain, logger: logger.child({ module: "rpc-workers" }) },
+        );
+      }
       const services: RPCServices = {
         ...core.services,
+        ...(heavy === undefined ? {} : { heavy }),
         peers: peersView(network),
         ...(network === undefined
           ? {}
@@ -92,6 +109,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           logger.error("Stopping the network failed", { error: (err as Error).message });
         });
         await core?.producer.stop();
+        // The worker threads share the database: they end before it closes.
+        await heavy?.stop();
         // The journal keeps only the transactions still waiting.
         await core?.admission.pool.closeJournal().catch((err: unknown) => {
           logger.error("Writing the txpool journal failed", { error: (err as Error).message });

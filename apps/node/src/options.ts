@@ -214,6 +214,16 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 3_600_000, "a time in milliseconds"),
   },
   {
+    key: "rpcWorkerThreads",
+    flag: "--rpc-worker-threads",
+    env: "NODEX_RPC_WORKER_THREADS",
+    valueName: "N",
+    description:
+      "worker threads that serve traces (debug_trace*, trace_*) and eth_getLogs, so that they never hold up other requests; 0 serves them on the main thread",
+    defaultText: "2",
+    parse: integer(0, 64, "a number of threads"),
+  },
+  {
     key: "rpcFilterTimeout",
     flag: "--rpc-filter-timeout",
     env: "NODEX_RPC_FILTER_TIMEOUT",

@@ -1,0 +1,196 @@
+import { Worker } from "node:worker_threads";
+import type { Chain, HeadChange } from "@nodex/chain";
+import { TraceAbort } from "@nodex/evm";
+import { decodeHeavyFailure, type HeavyRequest, type HeavyRequestService } from "@nodex/rpc";
+import type { Database } from "@nodex/state";
+import type { Logger } from "@nodex/types";
+import type { FromHeavyWorker, HeavyWorkerData, ToHeavyWorker } from "./heavyWorker.js";
+
+/** Worker threads for heavy requests by default (`--rpc-worker-threads`). */
+export const DEFAULT_RPC_WORKER_THREADS = 2;
+
+export interface HeavyPoolDeps {
+  /** The node's database, opened with `multithreading`. */
+  readonly db: Database;
+  /** The writer: requests see its head, once that head's batch has landed. */
+  readonly chain: Chain;
+  readonly logger: Logger;
+  /** The worker entry; the built `heavyWorker.js` beside this file when absent (tests). */
+  readonly workerUrl?: URL;
+}
+
+interface Job {
+  readonly request: HeavyRequest;
+  resolve(text: string): void;
+  reject(err: Error): void;
+}
+
+interface Slot {
+  readonly worker: Worker;
+  ready: boolean;
+  /** The job the worker serves; one at a time. */
+  job: Job | undefined;
+  id: number;
+  /** Canonical numbers changed since the worker's last request. */
+  changed: bigint[];
+  /** Its job settled and the slot left the pool (it failed or exited). */
+  gone: boolean;
+}
+
+/**
+ * Heavy requests (traces, `eth_getLogs`) on a bounded pool of worker threads that read the
+ * node's database, so that they never hold the thread that answers every other request. A
+ * request waits in one queue, first come first served, for a free thread; it sees the head of
+ * the moment it leaves the queue, once that head's batch has landed in LevelDB. A request still
+ * queued at its trace deadline is dropped with the tracers' own error. A thread that fails or
+ * exits fails its request (-32603, logged) and is replaced; a thread that fails before it is
+ * ready is not (the node logs why and serves with the others, or fails heavy requests when none
+ * is left).
+ */
+export class HeavyRequestPool implements HeavyRequestService {
+  readonly #data: HeavyWorkerData;
+  readonly #deps: HeavyPoolDeps;
+  readonly #log: Logger;
+  readonly #slots = new Set<Slot>();
+  readonly #queue: Job[] = [];
+  readonly #unsubscribe: () => void;
+  #stopped = false;
+  #nextId = 1;
+
+  constructor(threads: number, data: HeavyWorkerData, deps: HeavyPoolDeps) {
+    if (!Number.isSafeInteger(threads) || threads < 1)
+      throw new RangeError(`a pool of worker threads needs at least 1 thread, got ${threads}`);
+    this.#data = data;
+    this.#deps = deps;
+    this.#log = deps.logger;
+    for (let i = 0; i < threads; i++) this.#spawn();
+    this.#unsubscribe = deps.chain.onHeadChange((change) => this.#onHeadChange(change));
+  }
+
+  /** Worker threads alive (ready or starting). */
+  get threads(): number {
+    return this.#slots.size;
+  }
+
+  run(request: HeavyRequest): Promise<string> {
+    if (this.#stopped) return Promise.reject(new Error("the node is stopping"));
+    if (this.#slots.size === 0)
+      return Promise.reject(new Error("no worker thread for heavy requests is running"));
+    return new Promise<string>((resolve, reject) => {
+      this.#queue.push({ request, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** Fails what waits, then ends every thread. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#unsubscribe();
+    for (const job of this.#queue.splice(0)) job.reject(new Error("the node is stopping"));
+    const slots = [...this.#slots];
+    this.#slots.clear();
+    for (const slot of slots) {
+      slot.gone = true;
+      slot.job?.reject(new Error("the node is stopping"));
+      slot.job = undefined;
+    }
+    await Promise.all(slots.map((slot) => slot.worker.terminate()));
+  }
+
+  #spawn(): void {
+    const url = this.#deps.workerUrl ?? new URL("./heavyWorker.js", import.meta.url);
+    const worker = new Worker(url, { workerData: this.#data });
+    const slot: Slot = { worker, ready: false, job: undefined, id: 0, changed: [], gone: false };
+    this.#slots.add(slot);
+    worker.on("message", (message: FromHeavyWorker) => this.#onMessage(slot, message));
+    worker.on("error", (err) => this.#lost(slot, `failed: ${err.message}`, err));
+    worker.on("exit", (code) => this.#lost(slot, `exited with code ${code}`));
+  }
+
+  #onMessage(slot: Slot, message: FromHeavyWorker): void {
+    if (slot.gone) return;
+    if (message.kind === "ready") {
+      slot.ready = true;
+      this.#pump();
+      return;
+    }
+    const job = slot.job;
+    if (job === undefined || message.id !== slot.id) return;
+    slot.job = undefined;
+    if (message.kind === "result") job.resolve(message.text);
+    else job.reject(decodeHeavyFailure(message.failure));
+    this.#pump();
+  }
+
+  /** A thread that failed or exited: its request fails, and it is replaced if it had started. */
+  #lost(slot: Slot, what: string, err?: Error): void {
+    if (slot.gone || this.#stopped) return;
+    slot.gone = true;
+    this.#slots.delete(slot);
+    const job = slot.job;
+    slot.job = undefined;
+    const method = job?.request.method;
+    this.#log.error("A worker thread for heavy requests stopped", {
+      reason: what,
+      ...(method === undefined ? {} : { method }),
+      ...(err?.stack === undefined ? {} : { stack: err.stack }),
+      replaced: slot.ready,
+    });
+    job?.reject(new Error(`the worker thread serving ${method} ${what}`));
+    void slot.worker.terminate();
+    if (slot.ready) this.#spawn();
+    else if (this.#slots.size === 0) {
+      for (const queued of this.#queue.splice(0))
+        queued.reject(new Error("no worker thread for heavy requests is running"));
+    }
+  }
+
+  #onHeadChange(change: HeadChange): void {
+    if (change.removed.length === 0) return;
+    const numbers = [...change.removed, ...change.added].map((b) => b.block.header.number);
+    for (const slot of this.#slots) slot.changed.push(...numbers);
+  }
+
+  /** Hands queued requests to free threads. */
+  #pump(): void {
+    for (const slot of this.#slots) {
+      if (this.#queue.length === 0) return;
+      if (!slot.ready || slot.job !== undefined || slot.gone) continue;
+      const job = this.#takeLive();
+      if (job === undefined) return;
+      slot.job = job;
+      slot.id = this.#nextId++;
+      void this.#post(slot, job, slot.id);
+    }
+  }
+
+  /** The first queued request whose deadline has not passed; the others fail as tracers do. */
+  #takeLive(): Job | undefined {
+    const now = Date.now();
+    for (let job = this.#queue.shift(); job !== undefined; job = this.#queue.shift()) {
+      const request = job.request;
+      const deadline = "budget" in request ? request.budget.deadline : 0;
+      if (deadline === 0 || deadline > now) return job;
+      job.reject(new TraceAbort("deadline", "the trace ran over the request's time limit"));
+    }
+    return undefined;
+  }
+
+  async #post(slot: Slot, job: Job, id: number): Promise<void> {
+    // The head first: every write issued so far (its batch among them) has landed after this.
+    const head = this.#deps.chain.head.hash;
+    await this.#deps.db.landed();
+    if (slot.gone || slot.id !== id) return;
+    const changed = slot.changed;
+    slot.changed = [];
+    const message: ToHeavyWorker = { kind: "request", id, head, changed, request: job.request };
+    try {
+      slot.worker.postMessage(message);
+    } catch (err) {
+      slot.job = undefined;
+      job.reject(err instanceof Error ? err : new Error(String(err)));
+      this.#pump();
+    }
+  }
+}
