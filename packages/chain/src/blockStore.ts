@@ -63,8 +63,8 @@ export interface ChainCacheSizes {
   readonly canonical: number;
   /**
    * Bytes of decoded log records (by canonical number, `eth_getLogs` reads them block by
-   * block), each counted as twice its stored length plus `LOG_OBJECT_BYTES` per log (a block
-   * without logs as 1).
+   * block), each counted as twice its stored length plus `LOG_OBJECT_BYTES` per log plus
+   * `RECORD_ENTRY_BYTES` (a block without logs as `RECORD_ENTRY_BYTES` alone).
    */
   readonly logRecordBytes: number;
 }
@@ -84,6 +84,12 @@ const NO_LOGS: readonly LocatedLog[] = Object.freeze([]);
  * RPC keeps of it while they live.
  */
 const LOG_OBJECT_BYTES = 1024;
+/**
+ * What one entry of the log record cache takes besides its logs, about: its bigint key and the
+ * cache's own bookkeeping (measured: ~107 bytes). A block without logs takes this alone; counted
+ * as 1 byte, 16 MiB let a scan of a long chain keep some 16 million of them (1.7 GB).
+ */
+const RECORD_ENTRY_BYTES = 128;
 
 /**
  * The blocks, receipts and indexes in the database, with caches of their decoded forms. Reads
@@ -249,7 +255,9 @@ export class BlockStore {
     const record = await readLogRecord(this.#db, number);
     const logs = record === undefined ? NO_LOGS : decodeLogRecord(record, number);
     if (changes === this.#changes) {
-      const size = record === undefined ? 1 : 2 * record.length + LOG_OBJECT_BYTES * logs.length;
+      const size =
+        RECORD_ENTRY_BYTES +
+        (record === undefined ? 0 : 2 * record.length + LOG_OBJECT_BYTES * logs.length);
       this.#records.set(number, logs, { size });
     }
     return logs === NO_LOGS ? undefined : logs;

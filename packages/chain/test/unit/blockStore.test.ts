@@ -13,6 +13,7 @@ import {
   signTransaction,
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { BlockStore } from "../../src/blockStore.js";
 import { Chain, ChainReader } from "../../src/index.js";
 import { executor, MINER, network } from "./fixtures.js";
 
@@ -157,5 +158,22 @@ describe("reading stored blocks", () => {
     const old = await chain.getBlockByNumber(1n);
     expect(senders(old!)).toEqual([hex(alice!), hex(bob!), hex(carol!)]);
     expect(recovery.calls).toBe(3);
+  });
+});
+
+describe("the log record cache", () => {
+  it("counts a block without logs at what its entry takes, so its bytes bound how many it keeps", async () => {
+    const store = new BlockStore(db, { logRecordBytes: 32 * 1024 });
+    const reads = vi.spyOn(db, "get");
+    for (let n = 0n; n < 5_000n; n++) expect(await store.logRecord(n)).toBeUndefined();
+    expect(reads).toHaveBeenCalledTimes(5_000);
+    // 32 KiB holds a few hundred such entries, not 5,000: most are read again.
+    reads.mockClear();
+    for (let n = 0n; n < 5_000n; n++) expect(await store.logRecord(n)).toBeUndefined();
+    expect(reads.mock.calls.length).toBeGreaterThan(4_500);
+    // The most recently read are still kept.
+    reads.mockClear();
+    for (let n = 4_900n; n < 5_000n; n++) await store.logRecord(n);
+    expect(reads).not.toHaveBeenCalled();
   });
 });
