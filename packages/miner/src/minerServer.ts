@@ -33,6 +33,8 @@ const TEMPLATES_KEPT = 20;
 const TEMPLATE_REFRESH_MS = 60_000;
 /** Hashrate reports older than this no longer count. */
 const HASHRATE_TTL_MS = 60_000;
+/** Miners whose hashrate reports are kept (by their ids); past it the oldest report goes. */
+export const HASHRATE_REPORTERS_KEPT = 10_000;
 
 export interface MinerServerOptions {
   /** Beneficiary of the blocks built for miners. */
@@ -273,9 +275,21 @@ export class MinerServer {
     }
   }
 
-  /** Records a miner's reported hashrate (`eth_submitHashrate`). */
+  /**
+   * Records a miner's reported hashrate (`eth_submitHashrate`). Reports are kept oldest first:
+   * the expired ones go as new ones come, and at most `HASHRATE_REPORTERS_KEPT` are kept, so
+   * reports under ever new ids take bounded memory even when nobody asks for the total.
+   */
   submitHashrate(rate: bigint, id: Uint8Array): boolean {
-    this.#hashrates.set(bytesToHex(id), { rate, at: this.#now() });
+    const now = this.#now();
+    const key = bytesToHex(id);
+    this.#hashrates.delete(key);
+    this.#hashrates.set(key, { rate, at: now });
+    for (const [oldest, entry] of this.#hashrates) {
+      if (now - entry.at <= HASHRATE_TTL_MS && this.#hashrates.size <= HASHRATE_REPORTERS_KEPT)
+        break;
+      this.#hashrates.delete(oldest);
+    }
     return true;
   }
 

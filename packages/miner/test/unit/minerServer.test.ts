@@ -16,6 +16,7 @@ import {
 } from "@nodex/types";
 import { describe, expect, it } from "vitest";
 import { MinerServer } from "../../src/index.js";
+import { HASHRATE_REPORTERS_KEPT } from "../../src/minerServer.js";
 import { chainFactory, MINER, network } from "./fixtures.js";
 
 const [alice, bob] = deriveDevAccounts();
@@ -196,5 +197,29 @@ describe("MinerServer", () => {
     expect(chain.head.block.header.number).toBe(1n);
     // Replayed: the block exists already.
     expect(await server.submitEthWork(nonce(found), work.powHash, mix)).toBe(false);
+  });
+
+  it("keeps the hashrate reports of at most 10,000 miners, and only of the last minute", async () => {
+    let now = 1_000_000;
+    const chain = await makeChain({ rules: mergedMiningRules(network), sealer: SYNTHETIC_SEALER });
+    const server = new MinerServer(chain, {
+      coinbase: () => MINER,
+      transactions: () => [],
+      logger: nullLogger,
+      now: () => now,
+    });
+    const id = (i: number) => {
+      const bytes = new Uint8Array(32);
+      new DataView(bytes.buffer).setUint32(28, i);
+      return bytes;
+    };
+    for (let i = 0; i < HASHRATE_REPORTERS_KEPT + 500; i++) server.submitHashrate(1n, id(i));
+    expect(server.reportedHashrate()).toBe(BigInt(HASHRATE_REPORTERS_KEPT));
+    // A miner reporting again replaces its report.
+    server.submitHashrate(5n, id(HASHRATE_REPORTERS_KEPT + 499));
+    expect(server.reportedHashrate()).toBe(BigInt(HASHRATE_REPORTERS_KEPT) + 4n);
+    now += 61_000;
+    server.submitHashrate(7n, id(0));
+    expect(server.reportedHashrate()).toBe(7n);
   });
 });
