@@ -8,6 +8,7 @@ import {
   orderedTrieRoot,
   pruneTrieNodes,
   StateError,
+  type StorageHealth,
   WorldState,
   type WriteOp,
 } from "@nodex/state";
@@ -261,14 +262,12 @@ export class Chain {
     removed: readonly StoredBlock[],
     added: readonly StoredBlock[],
     deletedReceipts?: ReadonlyMap<string, readonly Receipt[]>,
-    lost = false,
   ): void {
     this.#head = head;
     const change: HeadChange = {
       head,
       removed,
       added,
-      ...(lost ? { lost } : {}),
       receipts: async (block) =>
         deletedReceipts?.get(bytesToHex(block.hash)) ?? this.#store.getReceipts(block.hash),
     };
@@ -528,11 +527,33 @@ export class Chain {
     return this.#writing;
   }
 
+  /** Whether the database takes writes (blocks, transactions), and if not, why. */
+  storage(): StorageHealth {
+    return this.#db.health();
+  }
+
+  /** Calls `listener` when the database stops or starts taking writes; returns the unsubscribe. */
+  onStorageChange(listener: (health: StorageHealth) => void): () => void {
+    return this.#db.onHealthChange(listener);
+  }
+
+  /** Throws `StateError` (`STORAGE_UNAVAILABLE`) while the database takes no writes. */
+  checkWritable(): void {
+    this.#db.checkWritable();
+  }
+
+  /** A write beside the database failed (the pool's journal): the database refuses writes too. */
+  reportStorageFailure(err: unknown): void {
+    this.#db.reportWriteFailure(err);
+  }
+
   async #mine(
     txs: readonly SignedTransaction[],
     opts: MineOptions,
     onBuilt: ((block: BuiltBlock) => void) | undefined,
   ): Promise<MinedBlock> {
+    // Nothing is built that could not be kept.
+    this.#db.checkWritable();
     const parent = this.#head;
     const uncles = await this.#uncleCandidates(parent);
     const { header, run } = await this.#production.build(parent, uncles, txs, opts, false);
@@ -726,10 +747,10 @@ export class Chain {
   }
 
   /**
-   * A block on the head becomes the head as soon as its batch is issued: the database serves
-   * the batch's reads from memory until LevelDB has it. Resolves once it has; if the batch
-   * fails, the block leaves the head again (listeners hear of it as of a reorganization) and
-   * the error is thrown.
+   * A block on the head becomes the head once its batch has landed: whoever hears of it (the
+   * head event, `writing()`, the requests waiting on it) is told of what is on disk only. If the
+   * batch fails, nothing changed: the head stays, and the transactions the block took are still
+   * waiting in the pool.
    */
   async #extendHead(
     stored: StoredBlock,
@@ -738,29 +759,13 @@ export class Chain {
     onHead: (() => void) | undefined,
   ): Promise<StoredBlock> {
     const number = stored.block.header.number;
-    const previous = this.#head;
-    const landed = this.#db.write(ops);
+    await this.#db.write(ops);
+    run.store.confirmWrites();
     this.#store.remember(stored, run.receipts);
     this.#store.setCanonical(number, stored.hash);
     this.#production.keepHeadState(run);
     this.#setHead(stored, [], [stored]);
     onHead?.();
-    try {
-      await landed;
-    } catch (err) {
-      this.#store.forgetCanonical(number);
-      this.#store.forget(stored.hash);
-      this.#production.dropHeadState();
-      this.#setHead(
-        previous,
-        [stored],
-        [],
-        new Map([[bytesToHex(stored.hash), run.receipts]]),
-        true,
-      );
-      throw err;
-    }
-    run.store.confirmWrites();
     this.#afterHead(number);
     return stored;
   }

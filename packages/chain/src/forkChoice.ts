@@ -13,11 +13,6 @@ export interface HeadChange {
   readonly removed: readonly StoredBlock[];
   readonly added: readonly StoredBlock[];
   /**
-   * True when `removed` is a block that was the head while its batch was on its way to the
-   * database, and the batch failed: unlike a rewind's, its transactions are to wait again.
-   */
-  readonly lost?: boolean;
-  /**
    * The receipts of a block of `removed` or `added`, also of blocks a rewind deleted from the
    * database (kept for this change's listeners).
    */

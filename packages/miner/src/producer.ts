@@ -7,6 +7,7 @@ import {
   type PendingBlock,
   type PendingSource,
 } from "@nodex/chain";
+import { StateError, StateErrorCode } from "@nodex/state";
 import type { TxAdmission } from "@nodex/txpool";
 import {
   type Address,
@@ -84,6 +85,15 @@ export class BlockProducer implements PendingSource {
     chain.onHeadChange(() => {
       this.#pendingBlock = undefined;
     });
+    // Storage that takes writes again: what waited while it did not is mined now.
+    chain.onStorageChange((health) => {
+      if (!health.writable || !this.#autoMining || !this.hasPending()) return;
+      this.#minePending().catch((err: unknown) => {
+        this.#log.error("Mining the waiting transactions failed", {
+          error: (err as Error).message,
+        });
+      });
+    });
   }
 
   /**
@@ -118,6 +128,8 @@ export class BlockProducer implements PendingSource {
     if (this.#interval !== undefined) return;
     const interval = { timer: undefined as unknown as NodeJS.Timeout, current: Promise.resolve() };
     interval.timer = setInterval(() => {
+      // No block while the storage takes no writes (the node says so once, not at each tick).
+      if (!this.#chain.storage().writable) return;
       interval.current = interval.current.then(() =>
         this.minePending().then(
           () => undefined,
@@ -155,13 +167,22 @@ export class BlockProducer implements PendingSource {
           ? Promise.resolve(undefined)
           : this.#mineNow(undefined, onBuilt),
       );
-    const mined: BuiltBlock | undefined =
-      opts.wait === "built"
-        ? await new Promise<BuiltBlock | undefined>((resolve, reject) => {
-            // The first to come wins: the built block, or what went wrong before it.
-            mine(resolve).then(resolve, reject);
-          })
-        : await mine();
+    let mined: BuiltBlock | undefined;
+    try {
+      mined =
+        opts.wait === "built"
+          ? await new Promise<BuiltBlock | undefined>((resolve, reject) => {
+              // The first to come wins: the built block, or what went wrong before it.
+              mine(resolve).then(resolve, reject);
+            })
+          : await mine();
+    } catch (err) {
+      // Taken (and journaled, if local) before the storage stopped taking writes: it waits in
+      // the pool, and is mined once writes land again.
+      if (err instanceof StateError && err.code === StateErrorCode.STORAGE_UNAVAILABLE)
+        return tx.hash;
+      throw err;
+    }
     const rejected = mined?.rejected.find((r) => equalBytes(r.tx.hash, tx.hash));
     if (rejected !== undefined) {
       pool.remove([tx.hash]);

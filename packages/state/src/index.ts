@@ -2,7 +2,14 @@ import "./fastRlp.js";
 
 export { AccountReader } from "./accountReader.js";
 export { Bucket, bucketKey } from "./db/buckets.js";
-export { Database, type DatabaseOpenOptions, type WriteOp } from "./db/database.js";
+export {
+  Database,
+  type DatabaseOpenOptions,
+  type StorageHealth,
+  type WriteFaults,
+  type WriteOp,
+} from "./db/database.js";
+export { StorageMonitor, type StorageMonitorOptions } from "./db/storageMonitor.js";
 export { StateError, StateErrorCode } from "./errors.js";
 export { DEFAULT_TRIE_NODE_CACHE, NodeCache } from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";

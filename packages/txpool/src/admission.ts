@@ -45,8 +45,7 @@ export class TxAdmission {
         );
         if (mined.length > 0) this.pool.remove(mined);
         // A reorganization: what the old branch had and the new one lacks waits again, as
-        // geth re-injects it; so does what a block lost on its way to the disk held (a rewind
-        // by a development control restores its own pool).
+        // geth re-injects it (a rewind by a development control restores its own pool).
         if (orphaned.length > 0) {
           const head = await this.poolHead();
           for (const tx of orphaned) await this.pool.add(tx, head).catch(() => undefined);
@@ -82,18 +81,24 @@ export class TxAdmission {
    * Admits a signed transaction, raw or decoded. `local`: submitted to this node by a user
    * (kept across restarts in the journal, as geth keeps its RPC's transactions). Throws
    * `TxPoolError` with the reason when refused, a decode error for bytes that are not a
-   * transaction.
+   * transaction, `StateError` (`STORAGE_UNAVAILABLE`) while the database takes no writes.
    */
   async admit(
     input: Uint8Array | SignedTransaction,
     opts: { local?: boolean } = {},
   ): Promise<Admitted> {
     const tx = input instanceof Uint8Array ? decodeTransaction(input) : input;
+    // A node whose storage takes no writes could mine nothing it takes: it is refused here,
+    // with the reason, rather than answered with a hash that never gets a block.
+    this.#reader.chain.checkWritable();
     await this.#update;
     let added: AddResult;
     try {
       added = await this.pool.add(tx, await this.poolHead(), { local: opts.local ?? false });
     } catch (err) {
+      // The journal is on the node's disk: what failed it fails the database next.
+      if (err instanceof TxPoolError && err.code === TxPoolErrorCode.JOURNAL_WRITE_FAILED)
+        this.#reader.chain.reportStorageFailure(err);
       // A transaction in a block is refused by the pool (its nonce is below the sender's), and
       // is then said to be known, with its block. Looked up only on a refusal: an index read
       // that admissions otherwise never need.
@@ -156,7 +161,7 @@ export class TxAdmission {
  * it put in do not have, in chain order. None for a plain new block or a rewind.
  */
 function orphanedTransactions(change: HeadChange): SignedTransaction[] {
-  if (change.removed.length === 0 || (change.added.length === 0 && change.lost !== true)) return [];
+  if (change.removed.length === 0 || change.added.length === 0) return [];
   const kept = new Set<string>();
   for (const block of change.added)
     for (const tx of block.block.transactions) kept.add(bytesToHex(tx.hash));

@@ -127,10 +127,9 @@ export class TxPool {
     const balance = account?.balance ?? 0n;
     this.#checkKnown(key);
     const { result, journal } = this.#admit(tx, key, local, stateNonce, balance);
-    if (journal) {
-      if (local) this.#journalAppend(tx.raw);
-      else this.#journalLeft();
-    }
+    // A local transaction's line is written by `#admit`; a remote one that replaced a local
+    // one leaves a stale line.
+    if (journal && !local) this.#journalLeft();
     return result;
   }
 
@@ -521,6 +520,9 @@ export class TxPool {
       }
     }
 
+    // Kept before it is taken: a local transaction the journal cannot hold is refused, so that
+    // every hash answered survives a restart.
+    if (local) this.#journalKeep(tx.raw);
     // Accepted: from here on nothing throws.
     if (victim !== undefined) this.#evict(victim);
     if (account === undefined) {
@@ -747,15 +749,20 @@ export class TxPool {
   // --- journal ----------------------------------------------------------------------------
 
   /** Rewrites the journal with the live local transactions (atomically: temp file, rename). */
-  #journalChanged(): void {
-    const path = this.#opts.journalPath;
-    if (path === undefined || this.#loadingJournal) return;
-    const locals = [...this.#all.values()]
+  /** The pool's local transactions, each sender's in nonce order. */
+  #liveLocals(): Uint8Array[] {
+    return [...this.#all.values()]
       .filter((e) => e.local)
       .sort((a, b) =>
         a.account.key < b.account.key ? -1 : a.account.key > b.account.key ? 1 : byNonce(a, b),
       )
       .map((e) => e.tx.raw);
+  }
+
+  #journalChanged(): void {
+    const path = this.#opts.journalPath;
+    if (path === undefined || this.#loadingJournal) return;
+    const locals = this.#liveLocals();
     try {
       // Appends after the rename must go to the new file, not the replaced one.
       this.#closeJournalFile();
@@ -769,25 +776,39 @@ export class TxPool {
     }
   }
 
-  /** Appends a new local transaction to the journal (no rewrite, no sync: see `journal.ts`). */
-  #journalAppend(raw: Uint8Array): void {
+  /**
+   * Writes a new local transaction to the journal before the pool takes it: appended (no
+   * rewrite, no sync: see `journal.ts`), or after a failed write, the whole journal rewritten
+   * with it. Throws `TxPoolError` (`JOURNAL_WRITE_FAILED`) when the file cannot be written.
+   */
+  #journalKeep(raw: Uint8Array): void {
     const path = this.#opts.journalPath;
     if (path === undefined || this.#loadingJournal) return;
-    // After a failed write, the journal is written whole (this transaction included).
-    if (this.#journalDirty) {
-      this.#journalChanged();
-      return;
-    }
     try {
-      this.#journalFile ??= openJournalForAppend(path);
-      appendJournal(this.#journalFile, raw);
-      this.#journalLines++;
+      if (this.#journalDirty) {
+        // Whatever half of a line reached the file, it is written anew.
+        this.#closeJournalFile();
+        const locals = this.#liveLocals();
+        locals.push(raw);
+        writeJournal(path, locals);
+        this.#journalLines = locals.length;
+        this.#journalDirty = false;
+      } else {
+        this.#journalFile ??= openJournalForAppend(path);
+        appendJournal(this.#journalFile, raw);
+        this.#journalLines++;
+      }
       this.#journalError = undefined;
     } catch (err) {
       this.#journalError = err;
-      // Whatever half reached the file, the next write starts from a clean rewrite.
       this.#journalDirty = true;
       this.#closeJournalFile();
+      throw new TxPoolError(
+        TxPoolErrorCode.JOURNAL_WRITE_FAILED,
+        `transaction not accepted: the txpool journal ${path} cannot be written (${(err as Error).message})`,
+        { path },
+        { cause: err },
+      );
     }
   }
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Executor } from "@nodex/evm";
-import { Bucket, Database, EMPTY_TRIE_ROOT } from "@nodex/state";
+import { Bucket, Database, EMPTY_TRIE_ROOT, StateErrorCode } from "@nodex/state";
 import {
   type Address,
   bytesToHex,
@@ -212,12 +212,11 @@ describe("Chain", () => {
     expect(mined.receipts).toHaveLength(1);
   });
 
-  it("makes a mined block the head while its batch lands, readable in full", async () => {
+  it("makes a mined block the head once its batch has landed, readable in full", async () => {
     const chain = await open();
     const tx = transfer(0n, 9n);
     const seen: Promise<unknown>[] = [];
     chain.onHeadChange((change) => {
-      // Told at once: the batch is still on its way to LevelDB.
       const { header } = change.head.block;
       seen.push(
         chain.getTransactionLocation(tx.hash).then((l) => l?.index),
@@ -232,40 +231,54 @@ describe("Chain", () => {
     expect(chain.head.hash).toEqual(mined.hash);
   });
 
-  it("keeps its head when a mined block's write fails, and mines on", async () => {
-    const chain = await open();
-    const write = db.write.bind(db);
-    db.write = () => Promise.reject(new Error("no space left on device"));
-    let writing: Promise<void> | undefined;
-    const changes: { head: bigint; removed: number; added: number; lost?: boolean }[] = [];
-    chain.onHeadChange((c) =>
-      changes.push({
-        head: c.head.block.header.number,
-        removed: c.removed.length,
-        added: c.added.length,
-        ...(c.lost ? { lost: c.lost } : {}),
-      }),
-    );
-    const failed = chain.mine([transfer(0n, 7n)], { coinbase: MINER }, () => {
-      writing = chain.writing();
+  it("keeps its head when a mined block's write fails, refuses to mine until a probe lands", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "nodex-chain-faults-"));
+    let fault: Error | undefined;
+    const faulty = await Database.open(join(dir, "db"), {
+      faults: { beforeWrite: () => fault },
     });
-    await expect(failed).rejects.toThrow("no space left on device");
-    await expect(writing).resolves.toBeUndefined();
-    expect(chain.writing()).toBeUndefined();
-    expect(chain.head.block.header.number).toBe(0n);
-    // The head while its batch was on its way; lost when the batch failed.
-    expect(changes).toEqual([
-      { head: 1n, removed: 0, added: 1 },
-      { head: 0n, removed: 1, added: 0, lost: true },
-    ]);
-    expect(await chain.getBlockByNumber(1n)).toBeUndefined();
-    db.write = write;
-    const mined = await chain.mine([transfer(0n, 7n)], { coinbase: MINER });
-    expect(mined.block.header.number).toBe(1n);
-    expect(mined.block.transactions).toHaveLength(1);
-    const state = await chain.stateAt(chain.head.block.header);
-    expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 7n);
-    expect(await state.getNonce(alice!.address)).toBe(1n);
+    try {
+      const chain = await Chain.open(network, { db: faulty, executor, logger: nullLogger });
+      const changes: bigint[] = [];
+      chain.onHeadChange((c) => changes.push(c.head.block.header.number));
+      const health: boolean[] = [];
+      chain.onStorageChange((h) => health.push(h.writable));
+      fault = new Error("IO error: 000003.log: No space left on device");
+      let writing: Promise<void> | undefined;
+      const failed = chain.mine([transfer(0n, 7n)], { coinbase: MINER }, () => {
+        writing = chain.writing();
+      });
+      await expect(failed).rejects.toThrow(
+        expect.objectContaining({
+          code: StateErrorCode.STORAGE_UNAVAILABLE,
+          message: expect.stringContaining("no space left on the device"),
+        }),
+      );
+      await expect(writing).resolves.toBeUndefined();
+      expect(chain.writing()).toBeUndefined();
+      // Nobody was told of the block: it never was the head.
+      expect(changes).toEqual([]);
+      expect(chain.head.block.header.number).toBe(0n);
+      expect(await chain.getBlockByNumber(1n)).toBeUndefined();
+      expect(chain.storage()).toMatchObject({ writable: false });
+      expect(health).toEqual([false]);
+      // Refused before anything is built, while the storage takes no writes.
+      fault = undefined;
+      await expect(chain.mine([transfer(0n, 7n)], { coinbase: MINER })).rejects.toThrow(
+        "the node's storage takes no writes",
+      );
+      expect(await faulty.probe()).toBe(true);
+      expect(health).toEqual([false, true]);
+      const mined = await chain.mine([transfer(0n, 7n)], { coinbase: MINER });
+      expect(mined.block.header.number).toBe(1n);
+      expect(changes).toEqual([1n]);
+      const state = await chain.stateAt(chain.head.block.header);
+      expect(await state.getBalance(bob!.address)).toBe(DEV_ACCOUNT_BALANCE + 7n);
+      expect(await state.getNonce(alice!.address)).toBe(1n);
+    } finally {
+      await faulty.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("builds blocks one at a time when asked concurrently", async () => {

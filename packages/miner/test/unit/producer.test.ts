@@ -154,10 +154,11 @@ describe("BlockProducer with automine", () => {
     expect(pool.status()).toEqual({ pending: 0, queued: 0 });
   });
 
-  it("keeps a send answered before its block failed to be written waiting in the pool", async () => {
+  it("keeps a send answered before its block failed to be written waiting, and mines it once writes land", async () => {
     const dir = mkdtempSync(join(tmpdir(), "nodex-producer-"));
     dirs.push(dir);
-    const db = await Database.open(join(dir, "db"));
+    let fault: Error | undefined;
+    const db = await Database.open(join(dir, "db"), { faults: { beforeWrite: () => fault } });
     try {
       const chain = await makeChain({
         db,
@@ -166,24 +167,27 @@ describe("BlockProducer with automine", () => {
       });
       const { reader, pool, admission, producer } = await setup({}, { chain });
       await producer.start();
-      const write = db.write.bind(db);
-      db.write = () =>
-        new Promise((_, reject) =>
-          setTimeout(() => reject(new Error("no space left on device")), 20),
-        );
+      fault = new Error("IO error: 000005.log: No space left on device");
       const tx = pay(alice, 0n, 5n);
       const hash = await producer.sendTransaction(tx.raw, { wait: "built" });
       expect(bytesToHex(hash)).toBe(bytesToHex(tx.hash));
-      // The block was the head while its batch was on its way, and leaves it when the batch fails.
+      // The block never became the head; the transaction waits in the pool.
       await chain.writing();
-      expect(headNumber(chain)).toBe(1n);
-      await vi.waitFor(() => expect(headNumber(chain)).toBe(0n));
+      await vi.waitFor(() => expect(chain.storage().writable).toBe(false));
       await admission.settled();
+      expect(headNumber(chain)).toBe(0n);
       expect(await reader.receipt(tx.hash)).toBeNull();
       expect(pool.status()).toEqual({ pending: 1, queued: 0 });
-      db.write = write;
-      await producer.mineBlock();
-      expect(headNumber(chain)).toBe(1n);
+      // New transactions are refused, naming the storage, while it takes no writes.
+      await expect(producer.sendTransaction(pay(alice, 1n).raw, { wait: "built" })).rejects.toThrow(
+        "the node's storage takes no writes: no space left on the device",
+      );
+      expect(pool.status()).toEqual({ pending: 1, queued: 0 });
+      // Writes land again: automine mines what waited, without being asked.
+      fault = undefined;
+      expect(await db.probe()).toBe(true);
+      await vi.waitFor(() => expect(headNumber(chain)).toBe(1n));
+      await admission.settled();
       expect((await reader.receipt(tx.hash))?.receipt.status).toBe(1);
       expect(pool.status()).toEqual({ pending: 0, queued: 0 });
     } finally {

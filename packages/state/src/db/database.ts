@@ -1,9 +1,20 @@
 import { ClassicLevel } from "classic-level";
-import { type Bucket, bucketKey } from "./buckets.js";
+import { StateError, StateErrorCode } from "../errors.js";
+import { Bucket, bucketKey } from "./buckets.js";
 
 export interface DatabaseOpenOptions {
   /** Let worker threads of this process open the same database (classic-level's option). */
   readonly multithreading?: boolean;
+  /**
+   * Faults to inject, for tests of what a failed write does: asked before each write (and each
+   * probe) reaches LevelDB; an error it returns fails that write as LevelDB's would.
+   */
+  readonly faults?: WriteFaults;
+}
+
+/** See `DatabaseOpenOptions.faults`. */
+export interface WriteFaults {
+  beforeWrite(): Error | undefined;
 }
 
 export type WriteOp =
@@ -22,6 +33,24 @@ interface Landing {
   readonly write: number;
 }
 
+/** Whether the database takes writes, and if not, why and since when. */
+export interface StorageHealth {
+  readonly writable: boolean;
+  /** Why writes are refused: the failed write's error, or the free space below the minimum. */
+  readonly reason?: string;
+  /** When writes stopped (milliseconds since the epoch). */
+  readonly since?: number;
+}
+
+/** Why writes are refused: a write that failed, or too little free space seen in advance. */
+interface Failure {
+  readonly kind: "write" | "space";
+  readonly reason: string;
+  readonly since: number;
+}
+
+const PROBE_KEY = new TextEncoder().encode("storageProbe");
+
 /**
  * The node's one LevelDB database, addressed by bucket and key.
  *
@@ -31,7 +60,13 @@ interface Landing {
  * (`keys`, `keyList`) are read once every write issued before has landed.
  */
 export class Database {
-  readonly #level: ClassicLevel<Uint8Array, Uint8Array>;
+  readonly path: string;
+  #level: ClassicLevel<Uint8Array, Uint8Array>;
+  /** Set while the database takes no writes (see `health`). */
+  #failure: Failure | undefined;
+  readonly #healthListeners = new Set<(health: StorageHealth) => void>();
+  /** A reopening in progress (after a failure LevelDB keeps): reads wait for it. */
+  #reopening: Promise<void> | undefined;
   /** The operations of writes on their way, by key (`landingKey`). */
   readonly #landing = new Map<string, Landing>();
   #writes = 0;
@@ -40,22 +75,125 @@ export class Database {
   #inFlight = 0;
   readonly #staging = new Staging();
 
-  private constructor(level: ClassicLevel<Uint8Array, Uint8Array>) {
+  readonly #openOptions: DatabaseOpenOptions;
+
+  private constructor(
+    path: string,
+    level: ClassicLevel<Uint8Array, Uint8Array>,
+    opts: DatabaseOpenOptions,
+  ) {
+    this.path = path;
     this.#level = level;
+    this.#openOptions = opts;
   }
 
   /**
    * Opens (creating if needed) the database in `path`. With `multithreading`, worker threads of
    * this process may open the same path (with `multithreading` too) and share LevelDB's handle:
-   * they read what has landed (see `landed`).
+   * they read what has landed (see `landed`). Throws `StateError` (`OPEN_FAILED`) saying why in
+   * an operator's terms: another process holds it, no permission, a read-only or full file
+   * system, damage.
    */
   static async open(path: string, opts: DatabaseOpenOptions = {}): Promise<Database> {
-    const level = new ClassicLevel<Uint8Array, Uint8Array>(path, {
-      keyEncoding: "view",
-      valueEncoding: "view",
-    });
-    await level.open({ multithreading: opts.multithreading ?? false });
-    return new Database(level);
+    return new Database(path, await openLevel(path, opts), opts);
+  }
+
+  /** Whether writes are taken, and if not, why. */
+  health(): StorageHealth {
+    const failure = this.#failure;
+    if (failure === undefined) return WRITABLE;
+    return { writable: false, reason: failure.reason, since: failure.since };
+  }
+
+  /** Calls `listener` whenever writes stop or start again. Returns the unsubscribe function. */
+  onHealthChange(listener: (health: StorageHealth) => void): () => void {
+    this.#healthListeners.add(listener);
+    return () => this.#healthListeners.delete(listener);
+  }
+
+  /** Throws `StateError` (`STORAGE_UNAVAILABLE`) while the database takes no writes. */
+  checkWritable(): void {
+    const failure = this.#failure;
+    if (failure !== undefined) throw unavailable(this.path, failure.reason);
+  }
+
+  /**
+   * Refuses writes in advance because free space is below the minimum (`reason` says so), or
+   * lifts that refusal (`undefined`). A refusal for a failed write is lifted only by `probe`.
+   */
+  setLowSpace(reason: string | undefined): void {
+    if (reason !== undefined) {
+      if (this.#failure === undefined)
+        this.#setFailure({ kind: "space", reason, since: Date.now() });
+    } else if (this.#failure?.kind === "space") {
+      this.#setFailure(undefined);
+    }
+  }
+
+  /**
+   * After a failed write: writes a small value to see whether the database takes writes again;
+   * when LevelDB keeps failing (an error it holds on to, as after a failed compaction), closes
+   * and reopens it once. Lifts the refusal and returns `true` when the write lands.
+   */
+  async probe(): Promise<boolean> {
+    if (this.#failure?.kind !== "write") return this.#failure === undefined;
+    const value = new TextEncoder().encode(String(Date.now()));
+    const attempt = async () => {
+      await this.#lastWrite;
+      const fault = this.#openOptions.faults?.beforeWrite();
+      if (fault !== undefined) throw fault;
+      await this.#level.put(bucketKey(Bucket.META, PROBE_KEY), value, { sync: true });
+    };
+    try {
+      await attempt();
+    } catch {
+      try {
+        await this.#reopen();
+        await attempt();
+      } catch {
+        return false;
+      }
+    }
+    this.#setFailure(undefined);
+    return true;
+  }
+
+  async #reopen(): Promise<void> {
+    const reopening = (async () => {
+      await this.#level.close().catch(() => {});
+      this.#level = await openLevel(this.path, this.#openOptions);
+    })();
+    this.#reopening = reopening;
+    try {
+      await reopening;
+    } finally {
+      if (this.#reopening === reopening) this.#reopening = undefined;
+    }
+  }
+
+  #setFailure(failure: Failure | undefined): void {
+    this.#failure = failure;
+    const health = this.health();
+    for (const listener of this.#healthListeners) {
+      try {
+        listener(health);
+      } catch {}
+    }
+  }
+
+  /**
+   * A write of the node's beside the database failed (the txpool journal, on the same disk):
+   * the database refuses writes too, until a probe lands.
+   */
+  reportWriteFailure(err: unknown): void {
+    this.#writeFailed(err);
+  }
+
+  #writeFailed(err: unknown): StateError {
+    const reason = describeWriteError(err);
+    if (this.#failure?.kind !== "write")
+      this.#setFailure({ kind: "write", reason, since: Date.now() });
+    return unavailable(this.path, reason, err);
   }
 
   /**
@@ -72,6 +210,7 @@ export class Database {
    * asynchronous read costs.
    */
   async get(bucket: Bucket, key: Uint8Array): Promise<Uint8Array | undefined> {
+    if (this.#reopening !== undefined) await this.#reopening;
     const full = this.#staging.key(bucket, key);
     if (this.#inFlight > 0) {
       const landing = this.#landing.get(landingKey(full));
@@ -91,6 +230,7 @@ export class Database {
    */
   async write(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
+    this.checkWritable();
     // A chained batch hands each operation to LevelDB's write batch as it comes: a third of the
     // main thread's time of the array form, which copies and checks every operation object
     // twice (abstract-level, then the binding) before the write starts.
@@ -113,16 +253,27 @@ export class Database {
       this.#landing.set(keys[i]!, { value: op.type === "put" ? op.value : undefined, write });
     }
     // In the order issued: after the writes still on their way, or at once.
-    const landed =
-      this.#inFlight === 0
-        ? batch.write({ sync: false })
-        : this.#lastWrite.then(() => batch.write({ sync: false }));
+    const faults = this.#openOptions.faults;
+    const issue =
+      faults === undefined
+        ? () => batch.write({ sync: false })
+        : () => {
+            const fault = faults.beforeWrite();
+            return fault === undefined
+              ? batch.write({ sync: false })
+              : batch.close().then(() => Promise.reject(fault));
+          };
+    const landed = this.#inFlight === 0 ? issue() : this.#lastWrite.then(issue);
     this.#inFlight++;
     this.#lastWrite = landed.then(
       () => this.#landed(keys, write),
       () => this.#landed(keys, write),
     );
-    await landed;
+    try {
+      await landed;
+    } catch (err) {
+      throw this.#writeFailed(err);
+    }
   }
 
   #landed(keys: readonly string[], write: number): void {
@@ -139,6 +290,7 @@ export class Database {
     range: { readonly gte?: Uint8Array; readonly lt?: Uint8Array } = {},
   ): AsyncGenerator<Uint8Array> {
     await this.#lastWrite;
+    if (this.#reopening !== undefined) await this.#reopening;
     const start = range.gte === undefined ? Uint8Array.of(bucket) : bucketKey(bucket, range.gte);
     const end = range.lt === undefined ? Uint8Array.of(bucket + 1) : bucketKey(bucket, range.lt);
     for await (const key of this.#level.keys({ gte: start, lt: end })) {
@@ -155,6 +307,7 @@ export class Database {
     range: { readonly gte: Uint8Array; readonly lt: Uint8Array; readonly limit: number },
   ): Promise<Uint8Array[]> {
     await this.#lastWrite;
+    if (this.#reopening !== undefined) await this.#reopening;
     const keys = await this.#level
       .keys({
         gte: bucketKey(bucket, range.gte),
@@ -167,8 +320,63 @@ export class Database {
 
   async close(): Promise<void> {
     await this.#lastWrite;
+    if (this.#reopening !== undefined) await this.#reopening.catch(() => {});
     await this.#level.close();
   }
+}
+
+const WRITABLE: StorageHealth = Object.freeze({ writable: true });
+
+async function openLevel(
+  path: string,
+  opts: DatabaseOpenOptions,
+): Promise<ClassicLevel<Uint8Array, Uint8Array>> {
+  const level = new ClassicLevel<Uint8Array, Uint8Array>(path, {
+    keyEncoding: "view",
+    valueEncoding: "view",
+  });
+  try {
+    await level.open({ multithreading: opts.multithreading ?? false });
+  } catch (err) {
+    throw new StateError(
+      StateErrorCode.OPEN_FAILED,
+      `cannot open the database in ${path}: ${describeOpenError(err)}`,
+      { path },
+      { cause: err },
+    );
+  }
+  return level;
+}
+
+/** LevelDB's reason for a failed open (abstract-level wraps it as the error's cause). */
+function describeOpenError(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (code === "LEVEL_LOCKED" || cause?.code === "LEVEL_LOCKED")
+    return "in use by another process (a running node?)";
+  const text = typeof cause?.message === "string" ? cause.message : (err as Error).message;
+  if (/permission denied/i.test(text)) return `permission denied (${text})`;
+  if (/read-only file system/i.test(text)) return `the file system is read-only (${text})`;
+  if (/no space left/i.test(text)) return `no space left on the device (${text})`;
+  if (/corrupt/i.test(text)) return `the database is damaged (${text})`;
+  return text;
+}
+
+/** LevelDB's reason for a failed write, in an operator's terms. */
+function describeWriteError(err: unknown): string {
+  const cause = (err as { cause?: { message?: unknown } }).cause;
+  const text = typeof cause?.message === "string" ? cause.message : String((err as Error).message);
+  if (/no space left/i.test(text)) return `no space left on the device (${text})`;
+  return `a write failed (${text})`;
+}
+
+function unavailable(path: string, reason: string, cause?: unknown): StateError {
+  return new StateError(
+    StateErrorCode.STORAGE_UNAVAILABLE,
+    `the node's storage takes no writes: ${reason}; database ${path}`,
+    { path },
+    ...(cause === undefined ? [] : [{ cause }]),
+  );
 }
 
 /**

@@ -1,9 +1,9 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bytesToHex } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { JOURNAL_HEADER, TxPool } from "../../src/index.js";
+import { JOURNAL_HEADER, TxPool, TxPoolErrorCode } from "../../src/index.js";
 import { CHAIN_ID, head, richState, sender, transfer } from "./helpers.js";
 
 let dir: string;
@@ -175,16 +175,45 @@ describe("journal", () => {
     });
   });
 
-  it("a journal that cannot be written is reported by flushJournal, and the pool keeps working", async () => {
+  it("refuses a local transaction the journal cannot keep, and takes remote ones", async () => {
     await writeFile(join(dir, "file"), "");
     const pool = new TxPool({
       chainId: CHAIN_ID,
       journalPath: join(dir, "file", "locals.journal"),
     });
-    expect((await pool.add(transfer(0, 0), head(richState(1)), { local: true })).status).toBe(
-      "pending",
+    await expect(pool.add(transfer(0, 0), head(richState(1)), { local: true })).rejects.toThrow(
+      expect.objectContaining({
+        code: TxPoolErrorCode.JOURNAL_WRITE_FAILED,
+        message: expect.stringMatching(
+          /^transaction not accepted: the txpool journal .*locals\.journal cannot be written \(EEXIST/,
+        ),
+      }),
     );
+    expect(pool.status()).toEqual({ pending: 0, queued: 0 });
+    // The failure stays reported until a write succeeds.
     await expect(pool.flushJournal()).rejects.toThrow(/^txpool journal not written: /);
     await expect(pool.flushJournal()).resolves.toBeUndefined();
+    // Remote transactions are not journaled: the pool keeps working for them.
+    expect((await pool.add(transfer(0, 0), head(richState(1)))).status).toBe("pending");
+    // Once the file can be written, the next local transaction is, and the journal is whole.
+    await rm(join(dir, "file"));
+    await mkdir(join(dir, "file"));
+    expect((await pool.add(transfer(0, 1), head(richState(1)), { local: true })).status).toBe(
+      "pending",
+    );
+    const reloaded = new TxPool({
+      chainId: CHAIN_ID,
+      journalPath: join(dir, "file", "locals.journal"),
+    });
+    expect((await reloaded.loadJournal(head(richState(1)))).loaded).toBe(1);
+  });
+
+  it("refuses a local transaction when the disk is full", async () => {
+    // /dev/full fails every write with ENOSPC, as a full disk does.
+    const full = new TxPool({ chainId: CHAIN_ID, journalPath: "/dev/full" });
+    await expect(full.add(transfer(0, 0), head(richState(1)), { local: true })).rejects.toThrow(
+      /no space left on device/i,
+    );
+    expect(full.status()).toEqual({ pending: 0, queued: 0 });
   });
 });
