@@ -54,6 +54,8 @@ export interface PeerFault {
 /**
  * An inbound connection that never became a peer, for a scoring module to count against its
  * address: `stage` says how far it got.
+ * - `accept`: refused, as more of the address's connections than `maxPendingPerAddress` were
+ *   waiting for their handshakes;
  * - `encryption`: no encrypted channel: bytes that are not multistream-select, a protocol we do
  *   not offer, a failed noise handshake, silence until the upgrade's time ran out, or a close;
  * - `multiplexing`: encrypted, but no stream multiplexer agreed;
@@ -65,7 +67,7 @@ export interface ConnectionFailure {
   readonly address: string;
   /** The remote multiaddr (`/ip4/…/tcp/…`). */
   readonly remoteAddress: string;
-  readonly stage: "encryption" | "multiplexing" | "status";
+  readonly stage: "accept" | "encryption" | "multiplexing" | "status";
   readonly reason: string;
 }
 
@@ -175,8 +177,7 @@ export class P2PNetwork {
             (network?.connectionCount("inbound") ?? 0) >= opts.maxInboundPeers
           )
             return true;
-          if (network !== undefined) network.#watchInbound(conn);
-          return false;
+          return network === undefined ? false : !network.#watchInbound(conn);
         },
         denyInboundEncryptedConnection: (_peer, conn) => {
           const pending = network === undefined ? undefined : network.#pending.get(conn);
@@ -495,11 +496,22 @@ export class P2PNetwork {
 
   /**
    * Follows an inbound connection the gater let in until it is upgraded: a close before that
-   * is a `ConnectionFailure` at the stage it reached.
+   * is a `ConnectionFailure` at the stage it reached. `false` (a failure at `accept`) when the
+   * address already has `maxPendingPerAddress` connections waiting for their handshakes.
    */
-  #watchInbound(conn: MultiaddrConnection): void {
+  #watchInbound(conn: MultiaddrConnection): boolean {
     const address = ipOf(conn.remoteAddr);
-    if (address === undefined) return;
+    if (address === undefined) return true;
+    let waiting = 0;
+    for (const pending of this.#pending.values()) if (pending.address === address) waiting++;
+    if (waiting >= this.#opts.maxPendingPerAddress) {
+      this.#connectionFailed(
+        conn.remoteAddr,
+        "accept",
+        `${waiting} connections from the address already waiting for their handshakes`,
+      );
+      return false;
+    }
     this.#pending.set(conn, { address, stage: "encryption" });
     conn.addEventListener(
       "close",
@@ -520,6 +532,7 @@ export class P2PNetwork {
       },
       { once: true },
     );
+    return true;
   }
 
   #connectionFailed(remote: Multiaddr, stage: ConnectionFailure["stage"], reason: string): void {
@@ -994,6 +1007,7 @@ function checkOptions(opts: P2POptions): void {
   positive("networkId", opts.networkId, 0);
   positive("maxInboundPeers", opts.maxInboundPeers, 0);
   positive("maxOutboundPeers", opts.maxOutboundPeers, 0);
+  positive("maxPendingPerAddress", opts.maxPendingPerAddress);
   positive("statusTimeoutMs", opts.statusTimeoutMs);
   positive("requestTimeoutMs", opts.requestTimeoutMs);
   positive("bootnodeRedialMs", opts.bootnodeRedialMs);

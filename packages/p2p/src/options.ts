@@ -22,6 +22,12 @@ export interface P2POptions {
   /** The most connections this node opened to others. Default 10. */
   readonly maxOutboundPeers: number;
   /**
+   * The most inbound connections from one address that may wait for their handshakes at once;
+   * one more is refused at accept and counts as a failed connection. libp2p keeps 10 waiting
+   * in all: this keeps one address from taking them. Default 2.
+   */
+  readonly maxPendingPerAddress: number;
+  /**
    * How long a new connection may take to complete the status handshake, in ms; an inbound one
    * has this long for the libp2p upgrade (multistream-select, noise, yamux) and this long again
    * for its status. Default 5,000.
@@ -52,6 +58,7 @@ export const defaultP2POptions: Omit<P2POptions, "networkId"> = Object.freeze({
   mdns: false,
   maxInboundPeers: 25,
   maxOutboundPeers: 10,
+  maxPendingPerAddress: 2,
   statusTimeoutMs: 5_000,
   requestTimeoutMs: 10_000,
   rateLimit: Object.freeze({ capacity: 1_024, refillPerSecond: 256 }),

@@ -222,6 +222,32 @@ describe("P2PNetwork reports inbound connections that never become peers", () =>
     expect(failures).toHaveLength(4);
   });
 
+  it("refuses an address more connections waiting for their handshakes than its share", async () => {
+    const a = await startNode("127.0.0.2", emptySource(), { statusTimeoutMs: 20_000 });
+    const failures: ConnectionFailure[] = [];
+    a.onConnectionFailure((f) => failures.push(f));
+    // Two idle sockets wait; the third is refused at once and counted.
+    const idle = [await rawSocket(a, "127.0.0.37"), await rawSocket(a, "127.0.0.37")];
+    const third = await new Promise<number>((resolve) => {
+      const [, host, port] = /^\/ip4\/([^/]+)\/tcp\/(\d+)/.exec(a.listenAddresses()[0]!)!;
+      const socket = connect({ host: host!, port: Number(port), localAddress: "127.0.0.37" });
+      void closed(socket).then(resolve);
+    });
+    expect(third).toBe(0);
+    await eventually(() => failures.length === 1, "the refusal's failure");
+    expect(failures[0]).toMatchObject({
+      address: "127.0.0.37",
+      stage: "accept",
+      reason: "2 connections from the address already waiting for their handshakes",
+    });
+    // Another address is not held up by them: it completes its handshake.
+    const honest = await startNode("127.0.0.38", emptySource());
+    await honest.dial(a.listenAddresses()[0]!);
+    for (const s of idle) s.destroy();
+    await eventually(() => failures.length === 3, "the idle sockets' failures");
+    expect(failures.map((f) => f.address)).not.toContain("127.0.0.38");
+  });
+
   it("refuses a banned address at accept without a byte, and drops its pending connections", async () => {
     const banned = new Set<string>();
     const a = await startNode(
