@@ -47,6 +47,12 @@ export interface StateProof {
 }
 
 /**
+ * Reads of a state that is only read after which the library's caches start over: at most that
+ * many entries (accounts, storage slots, codes, opened storage tries), some 15 MB per state.
+ */
+export const READ_CACHE_ENTRIES = 50_000;
+
+/**
  * A `MerkleStateManager` that counts the changes made through it, so that a reader that keeps
  * values it read (the interpreter of calls, `@nodex/evm`) knows when they may have changed: a
  * change counts when it starts and again when it ends, so a read made while it ran is never
@@ -54,6 +60,39 @@ export interface StateProof {
  */
 class CountingStateManager extends MerkleStateManager {
   changes = 0;
+  /** Reads since the caches last started over (`#bound`). */
+  #reads = 0;
+
+  override getAccount(address: EJSAddress) {
+    this.#bound();
+    return super.getAccount(address);
+  }
+
+  override getStorage(address: EJSAddress, key: Uint8Array) {
+    this.#bound();
+    return super.getStorage(address, key);
+  }
+
+  override getCode(address: EJSAddress) {
+    this.#bound();
+    return super.getCode(address);
+  }
+
+  /**
+   * Keeps the library's caches of a state that was only read within `READ_CACHE_ENTRIES`: its
+   * account, storage and code caches and its opened storage tries have no bound of their own,
+   * and a state the node keeps open for reads and calls would otherwise hold everything ever
+   * read of it. A read adds at most one entry, so every `READ_CACHE_ENTRIES` reads a state never
+   * changed (no write: nothing in the caches that the trie does not hold) starts over empty;
+   * the reads after it find the trie nodes in the node cache.
+   */
+  #bound(): void {
+    if (++this.#reads < READ_CACHE_ENTRIES) return;
+    this.#reads = 0;
+    if (this.changes !== 0 || this._checkpointCount !== 0) return;
+    this._caches?.clear();
+    this._storageTries = {};
+  }
 
   /** `change` started after a count (in each method below, before it): one more when it ends. */
   async #counted<T>(change: Promise<T>): Promise<T> {

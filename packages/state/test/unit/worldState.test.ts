@@ -5,15 +5,17 @@ import { createMPT, verifyMerkleProof } from "@ethereumjs/mpt";
 import { Caches, MerkleStateManager } from "@ethereumjs/statemanager";
 import { Account, Address as EJSAddress } from "@ethereumjs/util";
 import { type Address, bytesToHex, hexToBytes, keccak256, NodexError } from "@nodex/types";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   Database,
   EMPTY_TRIE_ROOT,
+  NodeCache,
   NodeStore,
   StateError,
   StateErrorCode,
   WorldState,
 } from "../../src/index.js";
+import { READ_CACHE_ENTRIES } from "../../src/worldState.js";
 
 const ALICE = hexToBytes("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266") as Address;
 const TOKEN = hexToBytes("0x5fbdb2315678afecb367f032d93f642f64180aa3") as Address;
@@ -250,4 +252,39 @@ describe("WorldState on LevelDB", () => {
       await verifyMerkleProof(keccak256(absent), [...proof.accountProof], { root }),
     ).toBeNull();
   });
+});
+
+describe("the caches of a state", () => {
+  const other = (i: number) => {
+    const address = new Uint8Array(20);
+    new DataView(address.buffer).setUint32(16, i + 1);
+    return address as Address;
+  };
+
+  it("start over after so many reads of a state that is only read, and keep a written state's values", async () => {
+    const store = new NodeStore(db);
+    const state = await WorldState.open(store);
+    await state.setBalance(ALICE, 5n);
+    const root = await commitTo(db, store, state);
+
+    // The trie's nodes from memory: each read below costs a walk, not a LevelDB read.
+    const nodes = new NodeCache(100);
+    const readStore = new NodeStore(db, nodes);
+    const reader = await WorldState.open(readStore, root);
+    expect(await reader.getBalance(ALICE)).toBe(5n);
+    const reads = vi.spyOn(readStore, "get");
+    expect(await reader.getBalance(ALICE)).toBe(5n);
+    expect(reads).not.toHaveBeenCalled();
+    for (let i = 0; i < READ_CACHE_ENTRIES; i++) await reader.getBalance(other(i));
+    reads.mockClear();
+    expect(await reader.getBalance(ALICE)).toBe(5n);
+    expect(reads).toHaveBeenCalled();
+
+    // A write not yet flushed lives in the caches only: they stay.
+    const writer = await WorldState.open(new NodeStore(db, nodes), root);
+    await writer.setBalance(ALICE, 7n);
+    for (let i = 0; i < READ_CACHE_ENTRIES; i++) await writer.getBalance(other(i));
+    expect(await writer.getBalance(ALICE)).toBe(7n);
+    expect(await writer.root()).not.toEqual(root);
+  }, 60_000);
 });
