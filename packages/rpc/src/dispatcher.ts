@@ -1,5 +1,6 @@
 import type { Logger } from "@nodex/types";
 import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
+import { countArrayMembers } from "./json.js";
 import { decodeParams } from "./params.js";
 import type { MethodRegistry } from "./registry.js";
 import { RawJson } from "./results.js";
@@ -60,6 +61,14 @@ export class Dispatcher {
   }
 
   #dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
+    // A batch over the limit is refused before it is parsed: counting its members is a scan,
+    // parsing builds every one of them. `[0,0]` is the shortest form of two members, so only a
+    // body of more than twice the limit can hold too many.
+    const max = this.#opts.maxBatchSize;
+    if (body.length > 2 * max + 1) {
+      const members = countArrayMembers(body);
+      if (members !== undefined && members > max) return batchTooLarge(members, max);
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
@@ -82,15 +91,7 @@ export class Dispatcher {
         new RPCError(RPCErrorCode.INVALID_REQUEST, "invalid request: empty batch"),
       );
     }
-    if (parsed.length > this.#opts.maxBatchSize) {
-      return errorResponse(
-        null,
-        new RPCError(
-          RPCErrorCode.INVALID_REQUEST,
-          `invalid request: batch of ${parsed.length} requests exceeds the limit of ${this.#opts.maxBatchSize}`,
-        ),
-      );
-    }
+    if (parsed.length > max) return batchTooLarge(parsed.length, max);
     const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline));
     return outs.some((out) => typeof out === "object")
       ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done))
@@ -208,6 +209,16 @@ function validateRequest(req: unknown): ValidCall | RPCError {
     method: obj.method,
     params: params ?? EMPTY_PARAMS,
   };
+}
+
+function batchTooLarge(members: number, max: number): string {
+  return errorResponse(
+    null,
+    new RPCError(
+      RPCErrorCode.INVALID_REQUEST,
+      `invalid request: batch of ${members} requests exceeds the limit of ${max}`,
+    ),
+  );
 }
 
 function invalid(why: string): RPCError {

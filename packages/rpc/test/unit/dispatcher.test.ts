@@ -1,5 +1,5 @@
 import { NodexError } from "@nodex/types";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   Dispatcher,
   defineModule,
@@ -223,5 +223,35 @@ describe("Dispatcher", () => {
         error: { code: -32600, message: "invalid request: expected a request object" },
       },
     ]);
+  });
+});
+
+describe("Dispatcher batch limit", () => {
+  it("refuses a batch over the limit without parsing it, with the same error", async () => {
+    const d = dispatcher({ maxBatchSize: 10 });
+    const body = JSON.stringify(Array.from({ length: 11 }, (_, i) => req("echo", ["0x1"], i)));
+    const parse = vi.spyOn(JSON, "parse");
+    let out: string | undefined;
+    try {
+      out = (await d.dispatch(body, ctx)) as string;
+      expect(parse).not.toHaveBeenCalled();
+    } finally {
+      parse.mockRestore();
+    }
+    expect(JSON.parse(out!)).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: {
+        code: -32600,
+        message: "invalid request: batch of 11 requests exceeds the limit of 10",
+      },
+    });
+  });
+
+  it("answers a batch at the limit, however it is laid out", async () => {
+    const d = dispatcher({ maxBatchSize: 3 });
+    const body = `  [ ${JSON.stringify(req("echo", ["0x1"], "a,]"))} ,\n${JSON.stringify(req("echo", ["0x2"], 2))}, [ ] ]`;
+    const out = (await run(d, body)) as { id: unknown }[];
+    expect(out.map((o) => o.id)).toEqual(["a,]", 2, null]);
   });
 });
