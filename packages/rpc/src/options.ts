@@ -21,10 +21,7 @@ export interface RPCOptions {
   readonly maxResponseBytes: number;
   /** Time limit of one HTTP request in milliseconds; 0 means none. */
   readonly timeoutMs: number;
-  /**
-   * The HTTP layer: `auto` (uWebSockets.js where its binary loads, node:http with a warning
-   * elsewhere), `uws` (uWebSockets.js or a start-up error) or `node` (node:http).
-   */
+  /** The HTTP layer: `node` (Node's own); `auto`, an alias kept for older configurations. */
   readonly httpLayer: HttpLayer;
   /** Filter expiry and limits; `DEFAULT_FILTER_OPTIONS` for those not given. */
   readonly filters?: Partial<FilterOptions>;
@@ -39,8 +36,8 @@ export interface RPCOptions {
   readonly subscriptions?: Partial<SubscriptionOptions>;
 }
 
-export type HttpLayer = "auto" | "uws" | "node";
-export const HTTP_LAYERS: readonly HttpLayer[] = ["auto", "uws", "node"];
+export type HttpLayer = "auto" | "node";
+export const HTTP_LAYERS: readonly HttpLayer[] = ["auto", "node"];
 
 /** Modules that hosted mode (API keys configured) always turns off. */
 export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm", "mnr", "sco"];

@@ -2,12 +2,10 @@ import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningNode, send, startNode } from "./helpers/node.js";
 
-/** uWebSockets.js ships binaries for the Node ABIs of 16, 18 and 20 only (see httpLayer.test.ts). */
-const UWS_ABIS = new Set(["93", "108", "115"]);
-const LAYERS = UWS_ABIS.has(process.versions.modules) ? ["uws", "node"] : ["node"];
+/** `auto` is the same layer (httpLayer.test.ts; http/conformance.test.ts runs each value). */
+const LAYERS = ["node"];
 
-// HTTP-level behaviour: methods, content types, body limits, health and CORS, on each HTTP layer
-// this Node version can serve with.
+// HTTP-level behaviour: methods, content types, body limits, health and CORS.
 describe.each(LAYERS)("with --rpc-http-layer %s", (layer) => {
   let node: RunningNode;
   let mainnet: RunningNode;

@@ -61,9 +61,9 @@ const ALLOWED_METHODS = "POST, OPTIONS";
 export class HttpApp {
   readonly maxBodyBytes: number;
   /**
-   * How far past `maxBodyBytes` a transport keeps reading (and discarding) an oversized body
-   * before it answers 413. Answering and closing while the client still uploads makes the
-   * client see a reset instead of the 413; beyond this bound the upload is cut off anyway.
+   * How much of an oversized body a transport still reads (and drops) after its 413, before it
+   * closes. Closing with bytes unread while the client still uploads makes the client see a
+   * reset instead of the 413; beyond this bound the upload is cut off anyway.
    */
   readonly drainBytes: number;
   readonly hosted: boolean;
@@ -125,10 +125,7 @@ export class HttpApp {
         `unsupported content type ${JSON.stringify(req.contentType ?? "")}: send application/json`,
       );
     }
-    if (
-      req.contentLength !== undefined &&
-      req.contentLength > this.maxBodyBytes + this.drainBytes
-    ) {
+    if (req.contentLength !== undefined && req.contentLength > this.maxBodyBytes) {
       return this.tooLarge(req);
     }
     return undefined;
@@ -164,6 +161,16 @@ export class HttpApp {
         connection: "close",
       },
     );
+  }
+
+  /**
+   * The reply to a request the transport could not take (a malformed or oversized head, a
+   * missing Host): `status` and a JSON-RPC error; the transport closes the connection after it.
+   */
+  badRequest(req: HttpRequestHead, status: number, message: string): HttpReply {
+    return this.#error(req, status, status === 400 ? `bad request: ${message}` : message, {
+      connection: "close",
+    });
   }
 
   /** The answer to a body; synchronous when every method in it is. */
@@ -228,9 +235,15 @@ export class HttpApp {
   }
 }
 
+/** The path of a request target: origin form (`/a?b`) or absolute form (`http://host/a?b`). */
 function pathOf(url: string): string {
   const q = url.indexOf("?");
-  return q === -1 ? url : url.slice(0, q);
+  const target = q === -1 ? url : url.slice(0, q);
+  if (target.charCodeAt(0) === 0x2f) return target;
+  const scheme = target.indexOf("://");
+  if (scheme === -1) return target;
+  const slash = target.indexOf("/", scheme + 3);
+  return slash === -1 ? "/" : target.slice(slash);
 }
 
 function lastSegment(path: string): string {

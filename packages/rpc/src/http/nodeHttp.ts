@@ -1,6 +1,7 @@
 import {
   createServer as createHttpServer,
   type IncomingMessage,
+  maxHeaderSize,
   type ServerResponse,
   STATUS_CODES,
 } from "node:http";
@@ -16,12 +17,17 @@ import { KEEP_ALIVE_MS, WireConnection } from "./wire.js";
  * bodies, `Expect`, oversized or malformed requests) goes to a node:http server from there on.
  */
 export function createNodeHttpTransport(app: HttpApp): HttpTransport {
-  const http = createHttpServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => {
+  // The Host rule is applied in `serve`, so that its answer carries a JSON-RPC error.
+  const options = { keepAliveTimeout: KEEP_ALIVE_MS, requireHostHeader: false };
+  const http = createHttpServer(options, (req, res) => {
     serve(app, req, res).catch(() => {
       if (!res.headersSent) res.writeHead(500).end();
       else res.destroy();
     });
   });
+  http.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
+    clientError(app, err, socket),
+  );
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: app.maxBodyBytes,
@@ -77,11 +83,7 @@ function upgrade(
   socket.on("error", () => socket.destroy());
   const refused = app.upgrade(headOf(req));
   if (refused !== undefined || app.ws === undefined) {
-    const reply = refused ?? { status: 404, headers: {}, body: "" };
-    const lines = [`HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ""}`];
-    for (const [key, value] of Object.entries(reply.headers)) lines.push(`${key}: ${value}`);
-    lines.push(`content-length: ${Buffer.byteLength(reply.body)}`, "connection: close", "", "");
-    socket.end(lines.join("\r\n") + reply.body);
+    socket.end(replyText(refused ?? { status: 404, headers: {}, body: "" }, true));
     return;
   }
   const hub = app.ws;
@@ -123,55 +125,48 @@ function headOf(req: IncomingMessage): HttpRequestHead {
 
 async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const head = headOf(req);
-  const early = app.head(head);
-  if (early !== undefined) {
-    send(res, early);
-    // Drop the connection once the answer is out rather than read a body we refuse.
-    if (early.headers.connection === "close") res.once("finish", () => req.destroy());
-    else req.resume();
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
+    // RFC 9112 §3.2: a server answers 400 to an HTTP/1.1 request without Host.
+    refuse(app, req, res, app.badRequest(head, 400, "an HTTP/1.1 request must have a Host header"));
     return;
   }
-  const body = await readBody(req, app.maxBodyBytes, app.drainBytes);
-  if (body === TOO_LARGE || body === CUT_OFF) {
-    send(res, app.tooLarge(head));
-    if (body === CUT_OFF) res.once("finish", () => req.destroy());
+  const early = app.head(head);
+  if (early !== undefined) {
+    if (early.headers.connection === "close") refuse(app, req, res, early);
+    else {
+      send(res, early);
+      req.resume();
+    }
+    return;
+  }
+  const body = await readBody(req, app.maxBodyBytes);
+  if (body === TOO_LARGE) {
+    refuse(app, req, res, app.tooLarge(head));
     return;
   }
   const reply = app.body(head, body);
   send(res, reply instanceof Promise ? await reply : reply);
 }
 
-const TOO_LARGE = Symbol("body over the limit, read to its end");
-const CUT_OFF = Symbol("body over the limit and the drain bound, not read to its end");
+const TOO_LARGE = Symbol("body over the limit");
 
-/**
- * Reads the whole body as UTF-8. Past `limit` bytes it keeps reading and discarding, so the
- * 413 reaches a client that is still uploading; past `limit + drain` it stops reading.
- */
-function readBody(
-  req: IncomingMessage,
-  limit: number,
-  drain: number,
-): Promise<string | typeof TOO_LARGE | typeof CUT_OFF> {
+/** Reads the whole body as UTF-8; stops at the first byte past `limit`. */
+function readBody(req: IncomingMessage, limit: number): Promise<string | typeof TOO_LARGE> {
   return new Promise((resolve, reject) => {
-    let chunks: Buffer[] = [];
+    const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= limit) {
         chunks.push(chunk);
-      } else if (size > limit + drain) {
-        req.off("data", onData);
-        req.pause();
-        resolve(CUT_OFF);
-      } else {
-        chunks = [];
+        return;
       }
+      req.off("data", onData);
+      resolve(TOO_LARGE);
     };
     req.on("data", onData);
     req.once("end", () => {
-      if (size > limit) resolve(TOO_LARGE);
-      else
+      if (size <= limit)
         resolve(
           chunks.length === 1
             ? chunks[0]!.toString("utf8")
@@ -180,6 +175,107 @@ function readBody(
     });
     req.once("error", reject);
   });
+}
+
+/**
+ * Answers a request with a last reply (`connection: close`) without waiting for its body, in
+ * turn after the answers owed on the connection, and closes (see `closeWith`).
+ */
+function refuse(app: HttpApp, req: IncomingMessage, res: ServerResponse, reply: HttpReply): void {
+  // What the client still sends of the body is read and dropped.
+  req.resume();
+  const socket = req.socket;
+  const go = () => closeWith(socket, reply, app.drainBytes);
+  // node:http gives a response the socket once the earlier ones on it have been written.
+  if (res.socket !== null) go();
+  else res.once("socket", go);
+}
+
+/** Sockets given a last answer: nothing more is written to them. */
+const closing = new WeakSet<Socket>();
+
+/** How long a connection given a last answer stays open to take what the client still sends. */
+const LINGER_MS = 5_000;
+
+/**
+ * Writes a last answer and closes the connection without losing it. A client still sending
+ * (a body the node refuses) would get a reset rather than the answer if the node closed with
+ * bytes unread: the node ends its side after the answer, then reads and drops what comes, up
+ * to `drainBytes` or for `LINGER_MS`, and closes once the client closes its side.
+ */
+function closeWith(socket: Socket, reply: HttpReply, drainBytes: number): void {
+  if (closing.has(socket) || socket.destroyed) return;
+  closing.add(socket);
+  socket.end(replyText(reply, true));
+  let dropped = 0;
+  socket.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > drainBytes) socket.destroy();
+  });
+  if (socket.isPaused()) socket.resume();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  socket.once("close", () => clearTimeout(timer));
+}
+
+/**
+ * The answer to a request node:http could not read, with a JSON-RPC error: 431 for a head over
+ * its size limit, 408 for a request not received in time, 400 for malformed ones. As node:http's
+ * own answer, it is written only where no answer to an earlier request has begun.
+ */
+function clientError(app: HttpApp, err: NodeJS.ErrnoException, socket: Socket): void {
+  if (closing.has(socket)) return;
+  const pending = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (
+    err.code === "ECONNRESET" ||
+    err.code === "EPIPE" ||
+    !socket.writable ||
+    pending?.headersSent === true
+  ) {
+    socket.destroy();
+    return;
+  }
+  const head: HttpRequestHead = {
+    method: "POST",
+    url: "/",
+    contentType: undefined,
+    origin: undefined,
+    contentLength: undefined,
+    requestHeaders: undefined,
+  };
+  let reply: HttpReply;
+  switch (err.code) {
+    case "HPE_HEADER_OVERFLOW":
+      reply = app.badRequest(
+        head,
+        431,
+        `request head too large: the limit is ${maxHeaderSize} bytes`,
+      );
+      break;
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      reply = app.badRequest(head, 408, "request timed out: the request was not received in time");
+      break;
+    default: {
+      const reason = (err as { reason?: unknown }).reason;
+      reply = app.badRequest(
+        head,
+        400,
+        `malformed HTTP request${typeof reason === "string" && reason !== "" ? ` (${reason})` : ""}`,
+      );
+    }
+  }
+  closeWith(socket, reply, app.drainBytes);
+}
+
+/** An answer as it goes on the wire, for writes outside node:http's responses. */
+function replyText(reply: HttpReply, close: boolean): string {
+  const lines = [`HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ""}`];
+  for (const [key, value] of Object.entries(reply.headers)) {
+    if (key !== "connection") lines.push(`${key}: ${value}`);
+  }
+  lines.push(`content-length: ${Buffer.byteLength(reply.body)}`);
+  lines.push(`date: ${new Date().toUTCString()}`);
+  lines.push(close ? "connection: close" : "connection: keep-alive", "", "");
+  return lines.join("\r\n") + reply.body;
 }
 
 function send(res: ServerResponse, reply: HttpReply): void {

@@ -4,11 +4,10 @@ import { deployCode } from "../helpers/bytecode.js";
 import { call, type RunningNode, send, startNode } from "../helpers/node.js";
 import { connect, type WsClient } from "../helpers/ws.js";
 
-// JSON-RPC over WebSocket as a raw client sees it, on both HTTP layers where uWebSockets.js
-// loads: requests and batches, eth_subscribe of each kind with its notifications in order,
-// removed logs on evm_revert, the limits, hosted mode's key path, and --ws-port.
-const uwsLoads = ["93", "108", "115"].includes(process.versions.modules);
-const LAYERS = uwsLoads ? ["uws", "node"] : ["node"];
+// JSON-RPC over WebSocket as a raw client sees it: requests and batches, eth_subscribe of each
+// kind with its notifications in order, removed logs on evm_revert, the limits, hosted mode's
+// key path, and --ws-port. Close codes on every --rpc-http-layer value: http/conformance.test.ts.
+const LAYERS = ["node"];
 
 const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const PING = keccak256(toUtf8Bytes("Ping(uint256)"));
