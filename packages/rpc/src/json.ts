@@ -23,12 +23,14 @@ export function countArrayMembers(text: string): number | undefined {
   for (; i < n; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // A string: on to its closing quote, past escaped characters.
+      // A string: on to its closing quote, the first not escaped by an odd run of backslashes.
       empty = false;
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        if (i === -1) return undefined;
+        let slashes = 0;
+        while (text.charCodeAt(i - 1 - slashes) === 0x5c) slashes++;
+        if (slashes % 2 === 0) break;
       }
     } else if (c === 0x5b || c === 0x7b) {
       if (depth > 0) empty = false;
