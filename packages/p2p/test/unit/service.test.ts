@@ -123,6 +123,9 @@ describe("P2PService", () => {
     a.service.report(peer, PeerEvent.INVALID_BLOCK, "test");
     await eventually(() => a.service.network.peers().length === 0, "the disconnection");
     expect(a.service.scoring.isBanned("127.0.0.5")).toBe(true);
+    // Once B has seen the connection close too (a dial would otherwise reuse it), a new one is
+    // refused.
+    await eventually(() => b.service.network.peers().length === 0, "B to see the disconnection");
     await expect(b.service.network.dial(a.service.network.listenAddresses()[0]!)).rejects.toThrow();
     expect(a.logger.records.some((r) => r.msg === "Banning peer: bad reputation")).toBe(true);
   }, 30_000);
