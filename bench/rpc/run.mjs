@@ -206,12 +206,6 @@ const SERVERS = [
   hardhatPeer(),
   anvilPeer(),
   nodexServer({ id: "nodex", label: "Nodex" }),
-  // The same Nodex on its node:http layer, to compare its two HTTP layers in one run.
-  nodexServer({
-    id: "nodex-node",
-    label: "Nodex (--rpc-http-layer node)",
-    extraArgs: ["--rpc-http-layer", "node"],
-  }),
 ];
 
 if (args.list) {

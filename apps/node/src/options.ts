@@ -248,7 +248,7 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_RPC_HTTP_LAYER",
     valueName: "LAYER",
     description:
-      "HTTP layer: auto (uws where it loads, else node with a warning), uws (uWebSockets.js, an error where it cannot load: Node 22 and later) or node (Node's own `node:net` and `node:http`)",
+      "HTTP layer: node (Node's own `node:net` and `node:http`); auto is the same layer, kept for older configurations (uws, uWebSockets.js, was removed)",
     defaultText: "auto",
     parse: oneOf(HTTP_LAYERS),
   },
