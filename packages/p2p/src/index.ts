@@ -57,6 +57,7 @@ export {
   type FailedConnectionOutcome,
   FailureWindow,
   loadBans,
+  MAX_ADDRESS_RECORDS,
   NODE_PUNISHMENT,
   PeerEvent,
   PeerScoring,

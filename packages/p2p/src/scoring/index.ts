@@ -7,6 +7,7 @@ export {
   FAILED_CONNECTION_LIMIT,
   type FailedConnectionLimit,
   type FailedConnectionOutcome,
+  MAX_ADDRESS_RECORDS,
   NODE_PUNISHMENT,
   PeerEvent,
   PeerScoring,

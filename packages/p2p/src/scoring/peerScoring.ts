@@ -74,6 +74,13 @@ export interface FailedConnectionLimit {
   readonly windowMs: number;
 }
 
+/**
+ * The most address records kept for failed connections: past it, records of addresses that are
+ * not punished are forgotten, oldest first, so connections from many addresses cannot grow the
+ * records without bound.
+ */
+export const MAX_ADDRESS_RECORDS = 10_000;
+
 /** Ten failed connections within a minute. */
 export const FAILED_CONNECTION_LIMIT: FailedConnectionLimit = { max: 10, windowMs: 60_000 };
 
@@ -250,6 +257,7 @@ export class PeerScoring {
   failedConnection(address: string): FailedConnectionOutcome {
     const now = this.#now();
     const key = normalizeAddress(address);
+    if (!this.#addresses.has(key)) this.#trimAddresses(now);
     const r = this.#record(this.#addresses, key, now);
     r.failedConnection();
     if (r.punishedUntil > now)
@@ -393,6 +401,16 @@ export class PeerScoring {
     }
     r.expire(now);
     return r;
+  }
+
+  /** Makes room for one more address record: forgets unpunished ones, oldest first. */
+  #trimAddresses(now: number): void {
+    if (this.#addresses.size < MAX_ADDRESS_RECORDS) return;
+    for (const [address, r] of this.#addresses) {
+      if (this.#addresses.size < MAX_ADDRESS_RECORDS) return;
+      r.expire(now);
+      if (r.punishedUntil === 0) this.#addresses.delete(address);
+    }
   }
 
   /** Punishes a record whose reputation turned bad; the end of its punishment, or 0. */

@@ -10,6 +10,7 @@ import {
   FAILED_CONNECTION_LIMIT,
   FailureWindow,
   loadBans,
+  MAX_ADDRESS_RECORDS,
   PeerEvent,
   PeerScoring,
   punishmentDuration,
@@ -144,6 +145,20 @@ describe("failed connections against an address", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("keep at most MAX_ADDRESS_RECORDS address records, forgetting unpunished ones first", () => {
+    const s = new PeerScoring({ failedConnections: { max: 2, windowMs: MIN } });
+    s.failedConnection("10.9.9.9");
+    s.failedConnection("10.9.9.9");
+    for (let i = 0; i < MAX_ADDRESS_RECORDS + 5; i++)
+      s.failedConnection(`10.0.${i >> 8}.${i & 255}`);
+    const addresses = s.peerList().filter((r) => r.type === "address");
+    expect(addresses).toHaveLength(MAX_ADDRESS_RECORDS);
+    // The banned one is kept, the oldest unbanned ones are gone.
+    expect(s.isBanned("10.9.9.9")).toBe(true);
+    expect(addresses.some((r) => r.id === "10.0.0.0")).toBe(false);
+    expect(addresses.some((r) => r.id === "10.0.39.20")).toBe(true);
   });
 
   it("default to 10 within a minute", () => {
