@@ -103,6 +103,11 @@ export class FilterManager {
 
   /** Every log a log filter matches now (its block range, against the chain as it is). */
   async logs(id: bigint): Promise<FoundLog[]> {
+    return this.#reader.getLogs(this.logQuery(id));
+  }
+
+  /** The log query of log filter `id` (`eth_getFilterLogs` runs it); counts as a poll. */
+  logQuery(id: bigint): LogQuery {
     const filter = this.#get(id);
     filter.lastPoll = this.#now();
     if (filter.kind !== "logs") {
@@ -111,7 +116,7 @@ export class FilterManager {
         `filter ${formatId(id)} is a ${filter.kind === "blocks" ? "block" : "pending transaction"} filter: eth_getFilterLogs takes a log filter (eth_newFilter)`,
       );
     }
-    return this.#reader.getLogs(filter.query);
+    return filter.query;
   }
 
   /** `true` when the filter was there. */

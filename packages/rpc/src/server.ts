@@ -66,7 +66,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     reader === undefined || events === undefined
       ? undefined
       : new FilterManager(reader, events, opts.filters);
-  if (filters !== undefined) chainModules.push(filterModule(filters));
+  if (filters !== undefined) chainModules.push(filterModule(filters, deps.services.heavy));
   const subscriptions =
     reader === undefined || events === undefined
       ? undefined

@@ -1,4 +1,5 @@
 import { type FilterManager, formatId } from "../filters.js";
+import type { HeavyRequestService } from "../heavyRequests.js";
 import { parseLogFilter } from "../logFilter.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
@@ -19,7 +20,11 @@ const filterId = p.quantity;
 const id = (value: bigint) => formatId(value);
 
 /** The filter methods of the eth module, served from the node's `FilterManager`. */
-export function filterModule(filters: FilterManager) {
+export function filterModule(
+  filters: FilterManager,
+  /** Where `eth_getFilterLogs` runs, off the thread that answers the other requests. */
+  heavy?: HeavyRequestService,
+) {
   return defineModule("eth", {
     newFilter: method({
       params: [filterOptions],
@@ -52,8 +57,15 @@ export function filterModule(filters: FilterManager) {
     getFilterLogs: method({
       params: [filterId],
       result: r.raw,
-      handler: async (_s, [filter]) =>
-        new RawJson(JSON.stringify((await filters.logs(filter)).map((log) => formatLog(log)))),
+      handler: async (_s, [filter]) => {
+        if (heavy === undefined)
+          return new RawJson(
+            JSON.stringify((await filters.logs(filter)).map((log) => formatLog(log))),
+          );
+        // eth_getLogs' text is the same: each log as JSON.stringify(formatLog(log)) writes it.
+        const query = filters.logQuery(filter);
+        return new RawJson(await heavy.run({ method: "eth_getLogs", query }));
+      },
     }),
     uninstallFilter: method({
       params: [filterId],

@@ -143,6 +143,10 @@ describe("heavy requests on worker threads", () => {
         });
         out.push(await res.text());
       }
+      // eth_getFilterLogs of a log filter over the same range.
+      const filter = await result<string>("eth_newFilter", [{ fromBlock: "earliest" }]);
+      const res = await call(node.url, "eth_getFilterLogs", [filter]);
+      out.push(JSON.stringify(res.result));
       return out;
     };
     const onWorkers = await answers();
@@ -153,5 +157,6 @@ describe("heavy requests on worker threads", () => {
     expect(onWorkers).toEqual(onMain);
     expect(onMain[3]).toContain('"code":-32602');
     expect(onMain[9]).toContain('"code":-32602');
+    expect(JSON.parse(onMain[10]!)).toHaveLength(LOGS_PER_TX * LOG_TXS);
   }, 60_000);
 });
