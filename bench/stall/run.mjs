@@ -16,6 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
 import { ACCOUNT0, word } from "../lib/eth.mjs";
 import { fmtInt, fmtMs, fmtRatio, log, table } from "../lib/format.mjs";
 import { freePort, RPCClient } from "../lib/http.mjs";
@@ -182,20 +183,6 @@ async function probe(port, until, latencies) {
   }
 }
 
-/** Sends `call()` one after another on its own connection until `stopped()`; checks each answer. */
-async function heavyLoop(port, call, check, stopped, counts) {
-  const rpc = new RPCClient(port);
-  try {
-    while (!stopped()) {
-      const result = await call(rpc);
-      check(result);
-      counts.done++;
-    }
-  } finally {
-    rpc.close();
-  }
-}
-
 async function measureNode(server, tmp) {
   const run = { id: server.id, label: server.label };
   const port = await freePort();
@@ -213,58 +200,53 @@ async function measureNode(server, tmp) {
     const idleEnd = performance.now() + 3000;
     await probe(port, () => performance.now() > idleEnd, idle);
     run.idle = idle.summary();
-    let stop = false;
-    const traces = { done: 0 };
-    const logQueries = { done: 0 };
-    const loops = [];
-    for (let i = 0; i < opts.traces; i++)
-      loops.push(
-        heavyLoop(
-          port,
-          (rpc) => rpc.call("debug_traceTransaction", [work.txHash, server.tracer], 600_000),
-          (result) => {
-            const gas = result.gasUsed ?? result.gas;
-            if (BigInt(gas) !== work.gasUsed)
-              throw new Error(`the trace's gas ${gas} is not the receipt's ${work.gasUsed}`);
-          },
-          () => stop,
-          traces,
-        ),
-      );
-    for (let i = 0; i < opts.logQueries; i++)
-      loops.push(
-        heavyLoop(
-          port,
-          (rpc) =>
-            rpc.call(
-              "eth_getLogs",
-              [{ fromBlock: work.fromBlock, toBlock: work.toBlock }],
-              600_000,
-            ),
-          (result) => {
-            if (result.length !== logTxs * LOGS_PER_TX)
-              throw new Error(`eth_getLogs: ${result.length} logs, not ${logTxs * LOGS_PER_TX}`);
-          },
-          () => stop,
-          logQueries,
-        ),
-      );
-    const failed = Promise.all(loops).catch((err) => {
-      stop = true;
-      throw err;
+    // The heavy clients run on a thread of their own (load.mjs): parsing their answers (8 MB
+    // for 20,000 logs) here would hold up the probe's own event loop.
+    const load = new Worker(new URL("./load.mjs", import.meta.url), {
+      workerData: {
+        port,
+        traces: opts.traces,
+        logQueries: opts.logQueries,
+        txHash: work.txHash,
+        gasUsed: String(work.gasUsed),
+        tracer: server.tracer,
+        fromBlock: work.fromBlock,
+        toBlock: work.toBlock,
+        logs: logTxs * LOGS_PER_TX,
+      },
     });
-    failed.catch(() => {});
+    let stop = false;
+    const finished = new Promise((resolve, reject) => {
+      load.on("message", (m) => {
+        if (m.kind === "done") resolve(m.counts);
+        if (m.kind === "failed") {
+          stop = true;
+          reject(new Error(m.message));
+        }
+      });
+      load.on("error", (err) => {
+        stop = true;
+        reject(err);
+      });
+    });
+    finished.catch(() => {});
+    await new Promise((resolve) => load.once("message", resolve));
     const loaded = new Latencies();
     const cpu = cpuWindow(handle.pid);
     const end = performance.now() + opts.seconds * 1000;
     await probe(port, () => stop || performance.now() > end, loaded);
     run.cpu = cpu.end(loaded.summary().count);
-    stop = true;
-    await failed;
+    load.postMessage("stop");
+    let counts;
+    try {
+      counts = await finished;
+    } finally {
+      await load.terminate();
+    }
     run.loaded = loaded.summary();
-    run.heavy = { traces: traces.done, logQueries: logQueries.done, seconds: opts.seconds };
+    run.heavy = { traces: counts.traces, logQueries: counts.logQueries, seconds: opts.seconds };
     log(
-      `  eth_blockNumber alone p50 ${fmtMs(run.idle.p50)} ms, p99 ${fmtMs(run.idle.p99)} ms; under load p50 ${fmtMs(run.loaded.p50)} ms, p99 ${fmtMs(run.loaded.p99)} ms, max ${fmtMs(run.loaded.max)} ms (${run.loaded.count} answers); ${traces.done} traces and ${logQueries.done} log queries answered meanwhile`,
+      `  eth_blockNumber alone p50 ${fmtMs(run.idle.p50)} ms, p99 ${fmtMs(run.idle.p99)} ms; under load p50 ${fmtMs(run.loaded.p50)} ms, p99 ${fmtMs(run.loaded.p99)} ms, max ${fmtMs(run.loaded.max)} ms (${run.loaded.count} answers); ${counts.traces} traces and ${counts.logQueries} log queries answered meanwhile`,
     );
   } catch (err) {
     run.error = err.message;
