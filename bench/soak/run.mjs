@@ -50,7 +50,7 @@ import {
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const USAGE = `usage: node bench/soak/run.mjs [--minutes N] [--idle S] [--sample S] [--tx-rate N] [--read-rate N] [--call-rate N] [--logs-rate N] [--filter-rate N] [--subscribers N] [--churn-rate N] [--gc] [--heap-snapshots] [--only a,b] [--build] [--list]
+const USAGE = `usage: node bench/soak/run.mjs [--minutes N] [--idle S] [--sample S] [--tx-rate N] [--read-rate N] [--call-rate N] [--logs-rate N] [--filter-rate N] [--subscribers N] [--churn-rate N] [--gc] [--heap-snapshots] [--nodex-args "..."] [--only a,b] [--build] [--list]
 
   --minutes N       minutes of mixed load per node (default 10)
   --idle S          seconds sampled after the load stops and every connection is closed (default 30)
@@ -65,6 +65,7 @@ const USAGE = `usage: node bench/soak/run.mjs [--minutes N] [--idle S] [--sample
   --gc              the probe collects garbage before each heap reading (live heap; Node servers only)
   --heap-snapshots  Nodex writes a heap snapshot (SIGUSR2) after the warm-up, at the end of the load
                     and at the end of the idle time, into bench/results/soak-<time>/
+  --nodex-args "…"  more options for Nodex, split at spaces (e.g. "--cache-trie-nodes 1000")
   --only a,b        run only these nodes (ids from --list); nodex is the reference
   --build           run \`npm run build\` first even if apps/node/dist/main.js exists
   --list            print the node ids and exit
@@ -86,6 +87,7 @@ try {
       "churn-rate": { type: "string", default: "2" },
       gc: { type: "boolean", default: false },
       "heap-snapshots": { type: "boolean", default: false },
+      "nodex-args": { type: "string", default: "" },
       only: { type: "string" },
       build: { type: "boolean", default: false },
       list: { type: "boolean", default: false },
@@ -114,6 +116,7 @@ const opts = {
   churnRate: positiveNumber("--churn-rate", args["churn-rate"]),
   gc: args.gc,
   heapSnapshots: args["heap-snapshots"],
+  nodexArgs: args["nodex-args"].split(" ").filter(Boolean),
 };
 if (!Number.isInteger(opts.subscribers)) usage("--subscribers must be a whole number");
 
@@ -139,7 +142,7 @@ function usage(message) {
 
 /** `probe`: a Node process, whose heap the probe can read. */
 const NODES = [
-  { ...nodexServer(), probe: true },
+  { ...nodexServer({ extraArgs: opts.nodexArgs }), probe: true },
   { ...anvilPeer(), probe: false },
   { ...hardhatPeer(), probe: true },
 ];
@@ -209,7 +212,10 @@ function procMemory(pid) {
   }
 }
 
-/** The probe's last reading for `pid` in `file`, or undefined. */
+/**
+ * The probe's last readings for `pid` in `file`, summed over its threads (the main thread and
+ * any worker thread that wrote within the last three sample intervals), or undefined.
+ */
 function probeReading(file, pid) {
   let text;
   try {
@@ -217,14 +223,26 @@ function probeReading(file, pid) {
   } catch {
     return undefined;
   }
-  const lines = text.trimEnd().split("\n");
-  for (let i = lines.length - 1; i >= 0; i--) {
+  const latest = new Map();
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
     try {
-      const r = JSON.parse(lines[i]);
-      if (r.pid === pid) return r;
+      const r = JSON.parse(line);
+      if (r.pid === pid) latest.set(r.thread ?? 0, r);
     } catch {}
   }
-  return undefined;
+  if (latest.size === 0) return undefined;
+  const newest = Math.max(...[...latest.values()].map((r) => r.t));
+  const live = [...latest.values()].filter((r) => newest - r.t <= 3 * opts.sample * 1000);
+  const sum = (key) => live.reduce((s, r) => s + (r[key] ?? 0), 0);
+  return {
+    heapUsed: sum("heapUsed"),
+    heapTotal: sum("heapTotal"),
+    external: sum("external"),
+    arrayBuffers: sum("arrayBuffers"),
+    mainHeapUsed: latest.get(0)?.heapUsed ?? null,
+    threads: live.length,
+  };
 }
 
 const MB = 1024 * 1024;
@@ -644,6 +662,8 @@ async function benchNode(server, run, stamp) {
         heapTotal: p?.heapTotal ?? null,
         external: p?.external ?? null,
         arrayBuffers: p?.arrayBuffers ?? null,
+        mainHeapUsed: p?.mainHeapUsed ?? null,
+        threads: p?.threads ?? null,
         head,
         requests,
         notifications: ctx.counts.heads + ctx.counts.logs,
@@ -652,7 +672,7 @@ async function benchNode(server, run, stamp) {
       log(
         `  ${t.toFixed(0).padStart(5)} s  ${phase.padEnd(4)}  RSS ${mb(sample.rss).padStart(6)} MB` +
           (server.probe
-            ? `  heap ${mb(sample.heapUsed).padStart(6)} / ${mb(sample.heapTotal).padStart(6)} MB  external ${mb(sample.external).padStart(6)} MB`
+            ? `  heap ${mb(sample.heapUsed).padStart(6)} / ${mb(sample.heapTotal).padStart(6)} MB (${sample.threads ?? 0} thr., main ${mb(sample.mainHeapUsed)})  external ${mb(sample.external).padStart(6)} MB`
             : "") +
           `  head ${fmtInt(head).padStart(7)}  requests ${fmtInt(requests).padStart(9)}`,
       );
@@ -813,7 +833,7 @@ function printFigures(runs) {
     log(
       key === "rss"
         ? `RSS (MB), ${opts.minutes} min of load, then ${opts.idle} s idle; thirds of the load's samples`
-        : `JS heap used (MB${opts.gc ? ", live: after a full collection" : ", live and garbage not yet collected"}), Node servers`,
+        : `JS heap used (MB, all threads${opts.gc ? ", live: after a full collection" : ", live and garbage not yet collected"}), Node servers`,
     );
     log(
       table(
