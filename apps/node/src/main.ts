@@ -129,8 +129,12 @@ async function runMineCommand(command: MineCommand): Promise<number> {
   }
 }
 
-function describeStartError(err: unknown, host: string, port: number): string {
+function describeStartError(err: unknown, rpcHost: string, rpcPort: number): string {
   const code = (err as NodeJS.ErrnoException).code;
+  // The listener that failed (the RPC port or --ws-port), as the error names it.
+  const { address, port: errPort } = err as { address?: unknown; port?: unknown };
+  const host = typeof address === "string" ? address : rpcHost;
+  const port = typeof errPort === "number" ? errPort : rpcPort;
   if (code === "EADDRINUSE") return `cannot listen on ${host}:${port}: address already in use`;
   if (code === "EACCES") return `cannot listen on ${host}:${port}: permission denied`;
   if (code === "EADDRNOTAVAIL") return `cannot listen on ${host}:${port}: address not available`;

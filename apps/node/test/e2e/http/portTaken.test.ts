@@ -85,4 +85,28 @@ describe("a taken RPC port", () => {
       }
     },
   );
+
+  it("naming --ws-port when that is the port taken", async () => {
+    const port = await freePort();
+    const first = await startNode({ args: ["--rpc-port", String(port)] });
+    try {
+      const { code, stderr } = await runUntilExit([
+        "--regtest",
+        "--no-p2p",
+        "--datadir",
+        join(tmp, "ws"),
+        "--rpc-port",
+        "0",
+        "--ws-port",
+        String(port),
+        "--log-format",
+        "json",
+      ]);
+      expect(stderr).not.toContain("JSON-RPC server listening");
+      expect(code).toBe(1);
+      expect(stderr).toContain(`cannot listen on 127.0.0.1:${port}: address already in use`);
+    } finally {
+      await first.stop();
+    }
+  });
 });
