@@ -136,7 +136,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const app = new HttpApp(appOptions, { dispatcher, health, ws });
   const chosen =
     deps.transport === undefined
-      ? chooseTransport(opts.httpLayer, log)
+      ? chooseTransport(opts.httpLayer)
       : { layer: "custom", factory: deps.transport };
   const transport = chosen.factory(app);
   const wsTransport =

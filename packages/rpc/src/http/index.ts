@@ -1,4 +1,3 @@
-import type { Logger } from "@nodex/types";
 import type { HttpLayer } from "../options.js";
 import { createNodeHttpTransport } from "./nodeHttp.js";
 import type { HttpTransportFactory } from "./transport.js";
@@ -8,10 +7,7 @@ import type { HttpTransportFactory } from "./transport.js";
  * `wire.ts`, and `node:http` for the rest) whichever value is given; `auto` is kept for the
  * configurations that name it.
  */
-export function chooseTransport(
-  _layer: HttpLayer,
-  _log?: Logger,
-): {
+export function chooseTransport(_layer: HttpLayer): {
   layer: "node";
   factory: HttpTransportFactory;
 } {
