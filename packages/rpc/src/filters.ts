@@ -169,7 +169,11 @@ export class FilterManager {
           change,
           logFilters.map((f) => f.query),
           (i, found, removed) =>
-            push(logFilters[i]!.changes, { found, removed }, this.#opts.maxChanges),
+            push(
+              logFilters[i]!.changes,
+              { found: withoutBlock(found), removed },
+              this.#opts.maxChanges,
+            ),
         ),
       )
       .catch(() => {});
@@ -183,6 +187,23 @@ export class FilterManager {
 
 export function formatId(id: bigint): string {
   return `0x${id.toString(16)}`;
+}
+
+/**
+ * `found` without its block: a filter's changes wait for a poll (up to the timeout, up to
+ * `maxChanges` of them), and each would keep its whole block, transactions and all, in memory
+ * long after the block store's cache let it go.
+ */
+function withoutBlock(found: FoundLog): FoundLog {
+  if (found.block === undefined) return found;
+  return {
+    log: found.log,
+    blockHash: found.blockHash,
+    blockNumber: found.blockNumber,
+    transactionHash: found.transactionHash,
+    transactionIndex: found.transactionIndex,
+    logIndex: found.logIndex,
+  };
 }
 
 function push<T>(list: T[], item: T, max: number): void {

@@ -1,11 +1,14 @@
 import type { HeadChange, StoredBlock } from "@nodex/chain";
-import type { Receipt, SignedTransaction } from "@nodex/types";
+import type { Address, Hash32, Receipt, SignedTransaction } from "@nodex/types";
 import { describe, expect, it } from "vitest";
-import { FilterManager } from "../../src/filters.js";
+import { FilterManager, type LogChange } from "../../src/filters.js";
 import type { ChainReaderService, NodeEvents } from "../../src/services.js";
 
 /** Events fired by hand, a clock moved by hand. */
-function harness(opts: { maxFilters?: number; maxChanges?: number } = {}) {
+function harness(
+  opts: { maxFilters?: number; maxChanges?: number } = {},
+  receipts: () => Receipt[] = () => [],
+) {
   const heads = new Set<(change: HeadChange) => void>();
   const txs = new Set<(tx: SignedTransaction) => void>();
   const events: NodeEvents = {
@@ -35,7 +38,7 @@ function harness(opts: { maxFilters?: number; maxChanges?: number } = {}) {
       head: added.at(-1)!,
       removed: [],
       added,
-      receipts: async () => [] as Receipt[],
+      receipts: async () => receipts(),
     };
     for (const l of heads) l(change);
   };
@@ -107,5 +110,42 @@ describe("FilterManager", () => {
     filters.close();
     expect(listeners()).toBe(0);
     expect(filters.size).toBe(0);
+  });
+
+  it("keeps a log's place in its block, not the block, while the log waits for a poll", async () => {
+    const address = new Uint8Array(20).fill(0xaa) as Address;
+    const topic = new Uint8Array(32).fill(0xbb) as Hash32;
+    const receipt = {
+      status: 1,
+      cumulativeGasUsed: 21_000n,
+      logsBloom: new Uint8Array(256),
+      logs: [{ address, topics: [topic], data: new Uint8Array([1]) }],
+    } as Receipt;
+    const { filters, block, newHead } = harness({}, () => [receipt]);
+    const id = filters.newLogFilter({
+      range: { from: { kind: "tag", tag: "earliest" }, to: { kind: "tag", tag: "latest" } },
+      addresses: [address],
+      topics: [],
+    });
+    const b = block();
+    const tx = { hash: new Uint8Array(32).fill(0xcc) } as SignedTransaction;
+    (b.block as { transactions: SignedTransaction[] }).transactions.push(tx);
+    (b.block as { header: { number: bigint } }).header.number = 5n;
+    newHead(b);
+    const taken = await filters.changes(id);
+    expect(taken.kind).toBe("logs");
+    const [change] = taken.changes as readonly LogChange[];
+    expect(change).toEqual({
+      found: {
+        log: receipt.logs[0],
+        blockHash: b.hash,
+        blockNumber: 5n,
+        transactionHash: tx.hash,
+        transactionIndex: 0,
+        logIndex: 0,
+      },
+      removed: false,
+    });
+    expect(change!.found.block).toBeUndefined();
   });
 });
