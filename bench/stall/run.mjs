@@ -18,7 +18,7 @@ import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import { ACCOUNT0, word } from "../lib/eth.mjs";
-import { fmtInt, fmtMs, fmtRatio, log, table } from "../lib/format.mjs";
+import { fmtInt, fmtMs, fmtRatio, indent, log, readTail, table } from "../lib/format.mjs";
 import { freePort, RPCClient } from "../lib/http.mjs";
 import { cpuWindow, Latencies } from "../lib/load.mjs";
 import { installCleanup, stopChild } from "../lib/proc.mjs";
@@ -80,7 +80,14 @@ const deployCode = (runtime) => {
   return `0x61${n}80600c6000396000f3${runtime.slice(2)}`;
 };
 
-const NODEX_ARGS = ["--rpc-modules", "eth,net,web3,rpc,evm,debug,trace"];
+// Node's HTTP layer on both builds (the only one since e5f308b; builds before it chose
+// uWebSockets.js on Node 20), so that --before compares the threads alone.
+const NODEX_ARGS = [
+  "--rpc-modules",
+  "eth,net,web3,rpc,evm,debug,trace",
+  "--rpc-http-layer",
+  "node",
+];
 
 /**
  * Each node traces with the tracer it serves that answers small: Nodex and Anvil the
@@ -250,7 +257,8 @@ async function measureNode(server, tmp) {
     );
   } catch (err) {
     run.error = err.message;
-    log(`  failed: ${err.message}`);
+    run.logTail = readTail(logFile, 12);
+    log(`  failed: ${err.message}${run.logTail ? `\n${indent(run.logTail, "      | ")}` : ""}`);
   } finally {
     await stopChild(handle);
   }
