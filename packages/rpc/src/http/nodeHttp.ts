@@ -19,11 +19,18 @@ import { KEEP_ALIVE_MS, WireConnection } from "./wire.js";
 export function createNodeHttpTransport(app: HttpApp): HttpTransport {
   // The Host rule is applied in `serve`, so that its answer carries a JSON-RPC error.
   const options = { keepAliveTimeout: KEEP_ALIVE_MS, requireHostHeader: false };
-  const http = createHttpServer(options, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     serve(app, req, res).catch(() => {
       if (!res.headersSent) res.writeHead(500).end();
       else res.destroy();
     });
+  };
+  const http = createHttpServer(options, onRequest);
+  // `Expect: 100-continue`: a request refused from its head (a body over the limit, a wrong
+  // method or content type) gets its answer instead of the invitation to send the body.
+  http.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    if (app.head(headOf(req)) === undefined) res.writeContinue();
+    onRequest(req, res);
   });
   http.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
     clientError(app, err, socket),

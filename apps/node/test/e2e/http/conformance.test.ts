@@ -136,6 +136,18 @@ describe.each(HTTP_LAYER_VALUES)("HTTP conformance with --rpc-http-layer %s", (l
     await c.closed();
   });
 
+  it("answers Expect: 100-continue with a Content-Length over the limit with 413, not 100", async () => {
+    const c = client();
+    c.write(
+      `POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n${JSON_TYPE}\r\nContent-Length: ${LIMIT + 1}\r\n` +
+        "Expect: 100-continue\r\n\r\n",
+    );
+    const a = await c.answer();
+    expect(a.status).toBe(413);
+    expect(JSON.parse(a.body)).toEqual(tooLarge);
+    await c.closed();
+  });
+
   it("answers a whole body over the limit, sent at once, with 413", async () => {
     const c = client();
     c.write(
