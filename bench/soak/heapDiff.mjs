@@ -22,9 +22,19 @@ if (positionals.length < 1 || positionals.length > 2) {
 }
 const top = Number(values.top);
 
+/** The snapshot in `file`, parsed; exits with a message when it is not a whole snapshot. */
+function load(file) {
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    process.stderr.write(`${file}: not a whole heap snapshot (${err.message})\n`);
+    process.exit(1);
+  }
+}
+
 /** Map of "type name" → {count, size} over the snapshot's nodes. */
 function groups(file) {
-  const snapshot = JSON.parse(readFileSync(file, "utf8"));
+  const snapshot = load(file);
   const meta = snapshot.snapshot.meta;
   const fields = meta.node_fields;
   const types = meta.node_types[0];
@@ -67,7 +77,7 @@ function groups(file) {
  * heuristic: an object held in two places counts under the first found.
  */
 function owners(file, maxDepth = 10) {
-  const s = JSON.parse(readFileSync(file, "utf8"));
+  const s = load(file);
   const m = s.snapshot.meta;
   const nf = m.node_fields;
   const ef = m.edge_fields;

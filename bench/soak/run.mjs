@@ -14,7 +14,16 @@
 //   node bench/soak/run.mjs --only nodex --gc --heap-snapshots
 //
 // See bench/README.md for what it measures and how to read the output.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -631,13 +640,42 @@ async function benchNode(server, run, stamp) {
     const t0 = performance.now();
     const until = t0 + loadMs;
     const snapshots = [];
-    const snapshot = (label) => {
+    /**
+     * Asks Nodex for a heap snapshot; resolves once the file is whole (its size has not changed
+     * for 2 s), at most 3 minutes later. Nodex stops while it writes one.
+     */
+    const snapshot = async (label) => {
       if (!snapshotDir) return;
+      const count = snapshots.length + 1;
       try {
         process.kill(handle.pid, "SIGUSR2");
-        snapshots.push({ label, at: (performance.now() - t0) / 1000 });
-        log(`  heap snapshot requested (${label})`);
-      } catch {}
+      } catch {
+        return;
+      }
+      log(`  heap snapshot requested (${label})`);
+      const entry = { label, at: (performance.now() - t0) / 1000, file: null };
+      snapshots.push(entry);
+      const deadline = Date.now() + 180_000;
+      let last = -1;
+      let stableSince = Date.now();
+      while (Date.now() < deadline) {
+        await sleep(500);
+        const files = readdirSync(snapshotDir)
+          .filter((f) => f.endsWith(".heapsnapshot"))
+          .sort();
+        if (files.length < count) continue;
+        const file = join(snapshotDir, files[count - 1]);
+        const size = statSync(file).size;
+        if (size !== last || size === 0) {
+          last = size;
+          stableSince = Date.now();
+        } else if (Date.now() - stableSince >= 2000) {
+          entry.file = relative(root, file);
+          log(`  heap snapshot written: ${entry.file} (${mb(size)} MB)`);
+          return;
+        }
+      }
+      log(`  heap snapshot not written whole within 3 min (${label})`);
     };
     run.snapshots = snapshots;
 
@@ -692,7 +730,10 @@ async function benchNode(server, run, stamp) {
       sampling = sampling.then(takeSample);
     }, opts.sample * 1000);
     const window = cpuWindow(handle.pid);
-    const warmupTimer = setTimeout(() => snapshot("after the warm-up"), loadMs / 3);
+    let warmupSnapshot = Promise.resolve();
+    const warmupTimer = setTimeout(() => {
+      warmupSnapshot = snapshot("after the warm-up");
+    }, loadMs / 3);
     await takeSample();
     await Promise.all([
       paced(port, stats.send, opts.txRate, 1, until, sendOne, ctx, stop),
@@ -708,7 +749,8 @@ async function benchNode(server, run, stamp) {
     clearInterval(headPoll);
     await sampling;
     await takeSample();
-    snapshot("at the end of the load");
+    await warmupSnapshot;
+    await snapshot("at the end of the load");
     for (const ws of sockets) ws.close();
     sockets.length = 0;
     phase = "idle";
@@ -716,8 +758,7 @@ async function benchNode(server, run, stamp) {
       await sleep(opts.idle * 1000);
       await sampling;
       await takeSample();
-      snapshot("at the end of the idle time");
-      if (snapshotDir) await sleep(5000);
+      await snapshot("at the end of the idle time");
     }
     clearInterval(sampler);
     await sampling;
