@@ -221,6 +221,7 @@ function closeWith(socket: Socket, reply: HttpReply, drainBytes: number): void {
   });
   if (socket.isPaused()) socket.resume();
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
   socket.once("close", () => clearTimeout(timer));
 }
 
