@@ -282,6 +282,10 @@ try {
   rmSync(tmp, { recursive: true, force: true });
 }
 
+/** Nodex ÷ this, as `1/N×` when Nodex is more than ten times lower (fmtRatio would say 0.00×). */
+const ratio = (a, b) =>
+  a && b && a / b < 0.1 ? `1/${fmtInt(Math.round(b / a))}×` : fmtRatio(a, b);
+
 const measured = runs.filter((r) => r.loaded);
 const nodex = runs.find((r) => r.id === "nodex" && r.loaded);
 const rows = measured.map((r) => [
@@ -294,8 +298,8 @@ const rows = measured.map((r) => [
   fmtInt(r.loaded.count),
   fmtInt(r.heavy.traces),
   fmtInt(r.heavy.logQueries),
-  r === nodex || !nodex ? "—" : fmtRatio(nodex.loaded.p50, r.loaded.p50),
-  r === nodex || !nodex ? "—" : fmtRatio(nodex.loaded.p99, r.loaded.p99),
+  r === nodex || !nodex ? "—" : ratio(nodex.loaded.p50, r.loaded.p50),
+  r === nodex || !nodex ? "—" : ratio(nodex.loaded.p99, r.loaded.p99),
 ]);
 log("");
 log(
