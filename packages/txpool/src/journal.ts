@@ -65,7 +65,7 @@ export function writeJournal(path: string, raws: readonly Uint8Array[]): void {
   const temp = `${path}.tmp`;
   const fd = openSync(temp, "w");
   try {
-    writeSync(fd, text);
+    writeAll(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -82,7 +82,7 @@ export function openJournalForAppend(path: string): number {
   mkdirSync(dirname(path), { recursive: true });
   const fd = openSync(path, "a");
   try {
-    if (fstatSync(fd).size === 0) writeSync(fd, `${JOURNAL_HEADER}\n`);
+    if (fstatSync(fd).size === 0) writeAll(fd, `${JOURNAL_HEADER}\n`);
   } catch (err) {
     closeSync(fd);
     throw err;
@@ -94,8 +94,28 @@ export function openJournalForAppend(path: string): number {
  * Appends one transaction's line: a write of a few hundred bytes to the page cache, done on
  * the spot (microseconds) rather than through the thread pool.
  */
-export function appendJournal(fd: number, raw: Uint8Array): void {
-  writeSync(fd, `${bytesToHex(raw)}\n`);
+export function appendJournal(fd: number, raw: Uint8Array): number {
+  return writeAll(fd, `${bytesToHex(raw)}\n`);
+}
+
+/**
+ * Writes all of `text`, or throws: a write that fills the disk writes part of what it was
+ * given and reports the count, without an error; the rest then fails with ENOSPC. Returns the
+ * bytes written.
+ */
+function writeAll(fd: number, text: string): number {
+  const bytes = Buffer.from(text, "latin1");
+  let done = 0;
+  while (done < bytes.length) {
+    const n = writeSync(fd, bytes, done, bytes.length - done);
+    if (n <= 0) {
+      throw Object.assign(new Error("ENOSPC: no space left on device, write"), {
+        code: "ENOSPC",
+      });
+    }
+    done += n;
+  }
+  return done;
 }
 
 /** Closes a journal opened by `openJournalForAppend`. */

@@ -78,6 +78,8 @@ interface Account {
  */
 /** Stale journal lines tolerated before a rewrite, however few transactions are live. */
 const JOURNAL_STALE_MIN = 256;
+/** Bytes appended to the journal after which its stale lines are dropped, however few. */
+const JOURNAL_STALE_BYTES = 4 * 1024 * 1024;
 
 export class TxPool {
   readonly #opts: ResolvedTxPoolOptions;
@@ -103,6 +105,8 @@ export class TxPool {
   #journalFile: number | undefined;
   /** Transaction lines in the journal file: the live locals plus those that left the pool. */
   #journalLines = 0;
+  /** Bytes of transaction lines appended since the journal was last written whole. */
+  #journalAppended = 0;
 
   constructor(opts: TxPoolOptions) {
     this.#opts = resolveTxPoolOptions(opts);
@@ -768,6 +772,7 @@ export class TxPool {
       this.#closeJournalFile();
       writeJournal(path, locals);
       this.#journalLines = locals.length;
+      this.#journalAppended = 0;
       this.#journalDirty = false;
       this.#journalError = undefined;
     } catch (err) {
@@ -792,10 +797,11 @@ export class TxPool {
         locals.push(raw);
         writeJournal(path, locals);
         this.#journalLines = locals.length;
+        this.#journalAppended = 0;
         this.#journalDirty = false;
       } else {
         this.#journalFile ??= openJournalForAppend(path);
-        appendJournal(this.#journalFile, raw);
+        this.#journalAppended += appendJournal(this.#journalFile, raw);
         this.#journalLines++;
       }
       this.#journalError = undefined;
@@ -819,6 +825,11 @@ export class TxPool {
    */
   #journalLeft(): void {
     const stale = this.#journalLines - this.#localCount;
+    // Large transactions: stale lines are dropped once they hold megabytes, however few.
+    if (stale > 0 && this.#journalAppended > JOURNAL_STALE_BYTES) {
+      this.#journalChanged();
+      return;
+    }
     if (stale > Math.max(JOURNAL_STALE_MIN, this.#localCount)) this.#journalChanged();
   }
 
