@@ -65,6 +65,8 @@ export interface NodeConfig {
   readonly stateWindow: number | "all";
   /** Lowest block difficulty; `undefined` for the network's. */
   readonly minDifficulty: bigint | undefined;
+  /** Free disk space (bytes) below which writes are refused; 0 for no minimum. */
+  readonly minFreeBytes: number;
   /** Entries of the node's in-memory caches (`--cache-*`). */
   readonly caches: NodeCaches;
   /** Seconds between blocks on development networks; 0 mines a block per transaction. */
@@ -95,6 +97,9 @@ export interface NodeCaches {
   readonly trieNodes: number;
   readonly states: number;
 }
+
+/** MiB of free disk space below which a node of mainnet or testnet takes no writes (as geth's). */
+const DEFAULT_MIN_FREE_MIB = 256;
 
 /** The caches' sizes when not set: the packages' defaults. */
 export const DEFAULT_CACHES: NodeCaches = {
@@ -230,6 +235,7 @@ export function parseCommandLine(environment: Environment): Command {
       pick<"on" | "off">("miner"),
     ),
     apiKeys: unique(pick<string[]>("apiKeys") ?? []),
+    hostedAllow: unique(pick<string[]>("rpcHostedAllow") ?? []),
     corsOrigins: unique(pick<string[]>("rpcCorsOrigins") ?? (dev ? ["*"] : [])),
     maxBodyBytes: pick<number>("rpcMaxBodyBytes") ?? defaultRPCOptions.maxBodyBytes,
     maxBatchSize: pick<number>("rpcMaxBatchSize") ?? defaultRPCOptions.maxBatchSize,
@@ -262,6 +268,8 @@ export function parseCommandLine(environment: Environment): Command {
       pick<number | "all">("stateWindow") ??
       (network.name === "regtest" ? "all" : DEFAULT_STATE_WINDOW),
     minDifficulty: pick<bigint>("minDifficulty"),
+    minFreeBytes:
+      (pick<number>("minFreeSpace") ?? (network.devAccounts ? 64 : DEFAULT_MIN_FREE_MIB)) * 2 ** 20,
     caches: Object.freeze({
       blocks: pick<number>("cacheBlocks") ?? DEFAULT_CACHES.blocks,
       headers: pick<number>("cacheHeaders") ?? DEFAULT_CACHES.headers,
@@ -452,18 +460,18 @@ function parseOne(option: OptionDef, text: string, where: string): unknown {
 }
 
 function parseList(option: OptionDef, text: string, where: string): unknown[] {
-  const items = text
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-  return items.map((item) => parseOne(option, item, where));
+  const items = text.split(",").map((s) => s.trim());
+  if (option.blankItems !== undefined && items.some((s) => s === "")) {
+    throw new UsageError(`invalid value for ${where}: ${option.blankItems}`);
+  }
+  return items.filter((s) => s !== "").map((item) => parseOne(option, item, where));
 }
 
 function parseEnv(env: Readonly<Record<string, string | undefined>>): Values {
   const values: Values = new Map();
   for (const option of OPTIONS) {
     const text = env[option.env];
-    if (text === undefined || text === "") continue;
+    if (text === undefined || (text === "" && option.blankItems === undefined)) continue;
     if (option.list) values.set(option.key, parseList(option, text, option.env));
     else values.set(option.key, parseOne(option, text, option.env));
   }

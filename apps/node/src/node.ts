@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import type { P2PService } from "@nodex/p2p";
 import { createRPCServer, type RPCServer, type RPCServices } from "@nodex/rpc";
-import type { Database } from "@nodex/state";
+import { type Database, StorageMonitor } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
@@ -28,6 +28,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let stopping: Promise<void> | undefined;
   let core: NodeCore | undefined;
   let p2p: P2PService | undefined;
+  let storage: StorageMonitor | undefined;
   let heavy: HeavyRequestPool | undefined;
   return {
     config,
@@ -43,6 +44,14 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       const opened = await openChain(config, logger);
       db = opened.db;
       const { chain, executor, rules } = opened;
+      // Free space below the minimum, or a failed write: the node refuses what needs a write
+      // (transactions, blocks), serves reads, and takes writes again once a probe lands.
+      storage = new StorageMonitor(
+        db,
+        { minFreeBytes: config.minFreeBytes },
+        logger.child({ module: "storage" }),
+      );
+      await storage.start();
       if (config.network.devAccounts) printDevAccounts();
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
       core = createCore(config, chain, executor, logger, wallet);
@@ -115,6 +124,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         await core?.admission.pool.closeJournal().catch((err: unknown) => {
           logger.error("Writing the txpool journal failed", { error: (err as Error).message });
         });
+        storage?.stop();
         await db?.close();
         logger.info("Stopped");
       })();

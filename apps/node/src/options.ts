@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { HTTP_LAYERS } from "@nodex/rpc";
+import { HOSTED_OFF_METHODS, HOSTED_OFF_MODULES, HTTP_LAYERS } from "@nodex/rpc";
 import { isNetworkName, LOG_LEVELS, MODULE_NAMES, NETWORK_NAMES, NodexError } from "@nodex/types";
 
 export const OptionErrorCode = {
@@ -43,6 +43,11 @@ export interface OptionDef {
   readonly defaultText: string;
   /** Repeatable flag; env and file take a comma list / array. */
   readonly list?: boolean;
+  /**
+   * A list whose blank items are refused instead of skipped, with this reason: an API key
+   * written as `--api-key "$KEY"` with `KEY` unset must not start an open node.
+   */
+  readonly blankItems?: string;
   readonly parse: ValueParser;
 }
 
@@ -140,6 +145,16 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: oneOf(MODULE_NAMES),
   },
   {
+    key: "rpcHostedAllow",
+    flag: "--rpc-hosted-allow",
+    env: "NODEX_RPC_HOSTED_ALLOW",
+    valueName: "LIST",
+    description: `what hosted mode turns off that key holders get anyway, comma-separated: ${[...HOSTED_OFF_MODULES, ...HOSTED_OFF_METHODS].join(", ")} (each logged as a warning at start)`,
+    defaultText: "none",
+    list: true,
+    parse: oneOf([...HOSTED_OFF_MODULES, ...HOSTED_OFF_METHODS]),
+  },
+  {
     key: "apiKeys",
     flag: "--api-key",
     env: "NODEX_API_KEYS",
@@ -148,6 +163,7 @@ export const OPTIONS: readonly OptionDef[] = [
       "API key accepted as the last path segment (repeatable); any key turns on hosted mode",
     defaultText: "none (local mode)",
     list: true,
+    blankItems: "an API key is empty (a variable that is not set?)",
     parse: (text) => {
       if (!API_KEY.test(text)) {
         // No text in meta: a key is a secret, however malformed.
@@ -397,6 +413,16 @@ export const OPTIONS: readonly OptionDef[] = [
       "how many of the latest blocks keep their state (balances, storage, calls at that block); all keeps every block's (archive, also --archive)",
     defaultText: "all on regtest, 128 elsewhere",
     parse: (text) => (text === "all" ? "all" : integer(1, 100_000_000, "a number of blocks")(text)),
+  },
+  {
+    key: "minFreeSpace",
+    flag: "--min-free-space",
+    env: "NODEX_MIN_FREE_SPACE",
+    valueName: "MIB",
+    description:
+      "free disk space in MiB below which the node takes no transactions or blocks (reads go on; it warns below twice this); 0 turns the check off",
+    defaultText: "256, 64 on regtest and devnet",
+    parse: integer(0, 10_000_000, "a number of MiB"),
   },
   {
     key: "miner",

@@ -90,6 +90,7 @@ export function createCore(
       gasPrice: () =>
         (chain.head.block.header.minimumGasPrice * GAS_PRICE_MULTIPLIER_PERCENT) / 100n,
       writing: () => chain.writing(),
+      storage: () => chain.storage(),
     },
     peers: {
       listening: () => false,

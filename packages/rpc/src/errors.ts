@@ -18,6 +18,8 @@ export const RPCErrorCode = {
   INTERNAL_ERROR: -32603,
   /** Geth's generic server error; also the reference node's "filter not found". */
   SERVER_ERROR: -32000,
+  /** EIP-1474's "resource unavailable": the node's storage takes no writes. */
+  RESOURCE_UNAVAILABLE: -32002,
   FILTER_NOT_FOUND: -32000,
   TRANSACTION_REJECTED: -32010,
   LIMIT_EXCEEDED: -32011,
@@ -75,6 +77,9 @@ const domainCodes: Readonly<Record<string, number>> = {
   [TraceAbortCode.LIMIT]: RPCErrorCode.LIMIT_EXCEEDED,
   ...poolCodes,
   [TxPoolErrorCode.CHAIN_ID_MISMATCH]: RPCErrorCode.INVALID_PARAMS,
+  // The disk, not the transaction: the same transaction is taken once writes land again.
+  [TxPoolErrorCode.JOURNAL_WRITE_FAILED]: RPCErrorCode.RESOURCE_UNAVAILABLE,
+  [StateErrorCode.STORAGE_UNAVAILABLE]: RPCErrorCode.RESOURCE_UNAVAILABLE,
   [MinerErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.INVALID_TIMESTAMP]: RPCErrorCode.INVALID_PARAMS,
   [MinerErrorCode.TRANSACTION_REJECTED]: RPCErrorCode.TRANSACTION_REJECTED,

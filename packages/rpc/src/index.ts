@@ -32,6 +32,7 @@ export { MAX_TRACES_PER_REQUEST, parseTraceFilter, type TraceFilter } from "./mo
 export {
   defaultRPCOptions,
   HOSTED_DEFAULT_TIMEOUT_MS,
+  HOSTED_OFF_METHODS,
   HOSTED_OFF_MODULES,
   HTTP_LAYERS,
   type HttpLayer,

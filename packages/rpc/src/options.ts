@@ -13,6 +13,11 @@ export interface RPCOptions {
   readonly apiKeys: readonly string[];
   /** Origins allowed by CORS: `*`, a list of origins, or none (no CORS headers). */
   readonly corsOrigins: readonly string[];
+  /**
+   * What hosted mode turns off that the operator serves to key holders anyway: modules and
+   * methods of `HOSTED_OFF_MODULES` and `HOSTED_OFF_METHODS`. Empty by default.
+   */
+  readonly hostedAllow?: readonly string[];
   /** Largest accepted request body, in bytes (413 above). */
   readonly maxBodyBytes: number;
   /** Largest accepted batch, in requests. */
@@ -39,8 +44,29 @@ export interface RPCOptions {
 export type HttpLayer = "auto" | "node";
 export const HTTP_LAYERS: readonly HttpLayer[] = ["auto", "node"];
 
-/** Modules that hosted mode (API keys configured) always turns off. */
-export const HOSTED_OFF_MODULES: readonly ModuleName[] = ["personal", "evm", "mnr", "sco"];
+/**
+ * Modules that hosted mode (API keys configured) turns off unless the operator allows them
+ * (`hostedAllow`): development controls, node accounts, merged-mining inputs, peer scoring, and
+ * tracing (each trace may run a block's worth of execution).
+ */
+export const HOSTED_OFF_MODULES: readonly ModuleName[] = [
+  "personal",
+  "evm",
+  "mnr",
+  "sco",
+  "debug",
+  "trace",
+];
+
+/**
+ * Methods of served modules that hosted mode turns off unless allowed: a miner's inputs, which
+ * any key holder could otherwise set for everyone (what `eth_hashrate` and `eth_mining` tell).
+ */
+export const HOSTED_OFF_METHODS: readonly string[] = [
+  "eth_getWork",
+  "eth_submitWork",
+  "eth_submitHashrate",
+];
 
 export const defaultRPCOptions: RPCOptions = {
   host: "127.0.0.1",

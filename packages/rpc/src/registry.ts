@@ -69,6 +69,8 @@ export interface RegistryOptions {
   readonly enabled: ReadonlySet<ModuleName>;
   /** Modules turned off because the node is hosted; their callers are told so. */
   readonly hostedOff: ReadonlySet<ModuleName>;
+  /** Methods (of served modules) turned off because the node is hosted. */
+  readonly hostedOffMethods?: ReadonlySet<string>;
 }
 
 export type Lookup = RegisteredMethod | RPCError;
@@ -92,7 +94,15 @@ export class MethodRegistry {
         if (this.#methods.has(name) || this.#disabled.has(name)) {
           throw new Error(`method ${name} is declared twice`);
         }
-        if (on) {
+        if (on && opts.hostedOffMethods?.has(name) === true) {
+          this.#disabled.set(
+            name,
+            new RPCError(
+              RPCErrorCode.METHOD_NOT_FOUND,
+              `the method ${name} is not available: it is disabled in hosted mode`,
+            ),
+          );
+        } else if (on) {
           this.#methods.set(name, { name, module: mod.name, spec });
         } else {
           const why = opts.hostedOff.has(mod.name)

@@ -19,7 +19,12 @@ import { scoModule, wireQueueModule } from "./modules/sco.js";
 import { subscribeModule } from "./modules/subscribe.js";
 import { traceModule } from "./modules/trace.js";
 import { txpoolModules } from "./modules/txpool.js";
-import { HOSTED_DEFAULT_TIMEOUT_MS, HOSTED_OFF_MODULES, type RPCOptions } from "./options.js";
+import {
+  HOSTED_DEFAULT_TIMEOUT_MS,
+  HOSTED_OFF_METHODS,
+  HOSTED_OFF_MODULES,
+  type RPCOptions,
+} from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
 import type { RPCServices } from "./services.js";
 import { SubscriptionManager } from "./subscriptions.js";
@@ -50,6 +55,7 @@ const MODULE_VERSION = "1.0";
 /** Builds the JSON-RPC service: registry, envelope and HTTP layer. */
 export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServer {
   const hosted = opts.apiKeys.length > 0;
+  const allowed = new Set(opts.hostedAllow ?? []);
   const log = deps.logger;
   let registry: MethodRegistry | undefined;
   const rpc = rpcModule(() =>
@@ -106,9 +112,23 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     [...builtinModules, ...chainModules, rpc, ...(deps.modules ?? [])],
     {
       enabled: new Set<ModuleName>(opts.modules),
-      hostedOff: new Set<ModuleName>(hosted ? HOSTED_OFF_MODULES : []),
+      hostedOff: new Set<ModuleName>(
+        hosted ? HOSTED_OFF_MODULES.filter((m) => !allowed.has(m)) : [],
+      ),
+      hostedOffMethods: new Set(hosted ? HOSTED_OFF_METHODS.filter((m) => !allowed.has(m)) : []),
     },
   );
+  if (hosted) {
+    // Said at start-up: an operator input or a heavy module open to every key holder.
+    for (const name of allowed) {
+      const served = name.includes("_") || opts.modules.includes(name as ModuleName);
+      if (served) {
+        log.warn("Served to every API key holder although hosted mode turns it off", {
+          allowed: name,
+        });
+      }
+    }
+  }
   const dispatcher = new Dispatcher(
     {
       maxBatchSize: opts.maxBatchSize,
@@ -117,13 +137,25 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     },
     { registry, services: deps.services, logger: log },
   );
-  const health = (): HealthReport => ({
-    status: "ok",
-    network: deps.services.network.name,
-    blockNumber: `0x${deps.services.chain.blockNumber().toString(16)}`,
-    signatureRecovery: signatureRecovery().backend,
-    keccak: keccakBackend,
-  });
+  const health = (): HealthReport => {
+    const storage = deps.services.chain.storage?.();
+    const report = {
+      network: deps.services.network.name,
+      blockNumber: `0x${deps.services.chain.blockNumber().toString(16)}`,
+      signatureRecovery: signatureRecovery().backend,
+      keccak: keccakBackend,
+    };
+    if (storage === undefined || storage.writable) return { status: "ok", ...report };
+    return {
+      status: "degraded",
+      ...report,
+      storage: {
+        writable: false,
+        reason: storage.reason,
+        ...(storage.since === undefined ? {} : { since: new Date(storage.since).toISOString() }),
+      },
+    };
+  };
   const ws = new WsHub(
     { ...DEFAULT_WS_OPTIONS, ...opts.ws },
     { dispatcher, subscriptions, logger: log },

@@ -31,6 +31,11 @@ export interface ChainView {
    * number) is there when it asks.
    */
   writing?(): Promise<void> | undefined;
+  /**
+   * Whether the node's storage takes writes: when it does not (a full disk, a failed write,
+   * free space below the minimum), `/health` says why and `/ready` answers 503.
+   */
+  storage?(): { readonly writable: boolean; readonly reason?: string; readonly since?: number };
 }
 
 /** The node's events the filters and subscriptions follow. */

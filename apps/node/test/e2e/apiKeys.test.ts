@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningNode, send, startNode } from "./helpers/node.js";
+import { type RunningNode, runCli, send, startNode } from "./helpers/node.js";
 
 // Hosted mode: API keys in the last path segment.
 const KEY = "k3y-for-tests_0001";
@@ -67,12 +67,101 @@ describe("hosted mode", () => {
     expect(res.status).toBe(200);
   });
 
+  it.each(["eth_getWork", "eth_submitWork", "eth_submitHashrate", "debug_traceTransaction"])(
+    "turns off the operator's input %s",
+    async (method) => {
+      const res = await send(node.url, req(method), { path: `/${KEY}` });
+      expect(res.json).toEqual({
+        jsonrpc: "2.0",
+        id: 7,
+        error: {
+          code: -32601,
+          message: method.startsWith("debug_")
+            ? `the method ${method} is not available: the debug module is disabled in hosted mode`
+            : `the method ${method} is not available: it is disabled in hosted mode`,
+        },
+      });
+    },
+  );
+
   it("checks the key before the content type", async () => {
     const res = await send(node.url, req("eth_chainId"), {
       path: "/nope-nope-nope",
       headers: { "content-type": "text/plain" },
     });
     expect(res.status).toBe(401);
+  });
+});
+
+describe("hosted mode with operator inputs allowed", () => {
+  it("serves what --rpc-hosted-allow names, and says so at start", async () => {
+    const allowed = await startNode({
+      args: [
+        "--api-key",
+        KEY,
+        "--rpc-modules",
+        "eth,debug",
+        "--rpc-hosted-allow",
+        "debug,eth_submitHashrate",
+      ],
+    });
+    try {
+      const rate = `0x${"00".repeat(31)}10`;
+      const id = `0x${"ab".repeat(32)}`;
+      const res = await send(allowed.url, req("eth_submitHashrate", [rate, id]), {
+        path: `/${KEY}`,
+      });
+      expect(res.json).toEqual({ jsonrpc: "2.0", id: 7, result: true });
+      const trace = await send(
+        allowed.url,
+        req("debug_traceTransaction", [`0x${"11".repeat(32)}`]),
+        {
+          path: `/${KEY}`,
+        },
+      );
+      expect((trace.json as { error?: { code: number } }).error?.code).not.toBe(-32601);
+      const work = await send(allowed.url, req("eth_getWork"), { path: `/${KEY}` });
+      expect((work.json as { error: { message: string } }).error.message).toBe(
+        "the method eth_getWork is not available: it is disabled in hosted mode",
+      );
+      const warnings = allowed
+        .logs()
+        .split("\n")
+        .filter((l) =>
+          l.includes("Served to every API key holder although hosted mode turns it off"),
+        );
+      expect(warnings.map((l) => (JSON.parse(l) as { allowed: string }).allowed).sort()).toEqual([
+        "debug",
+        "eth_submitHashrate",
+      ]);
+    } finally {
+      await allowed.stop();
+    }
+  });
+
+  it("refuses to allow what hosted mode does not turn off", async () => {
+    const res = await runCli(["--regtest", "--rpc-hosted-allow", "eth_call"]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain("invalid value for --rpc-hosted-allow");
+  });
+});
+
+describe("blank API keys", () => {
+  // A deployment that writes --api-key "$KEY" with KEY unset must not start an open node.
+  it.each([
+    [["--api-key", ""], {}],
+    [["--api-key", " "], {}],
+    [["--api-key", "goodkey-0001,"], {}],
+    [[], { NODEX_API_KEYS: "," }],
+    [[], { NODEX_API_KEYS: "" }],
+    [[], { NODEX_API_KEYS: " " }],
+  ])("refuses %j %j with exit 2", async (args, env) => {
+    const res = await runCli(["--regtest", "--no-p2p", "--rpc-port", "0", ...args], env);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(
+      /^nodex: invalid value for (--api-key|NODEX_API_KEYS): an API key is empty \(a variable that is not set\?\) \(see nodex --help\)\n$/,
+    );
+    expect(res.stdout).not.toContain("Private Key");
   });
 });
 

@@ -32,7 +32,8 @@ export interface HttpAppOptions {
 }
 
 export interface HealthReport {
-  readonly status: "ok";
+  /** `degraded`: serving reads, refusing what needs a write (the report says why). */
+  readonly status: "ok" | "degraded";
   readonly [key: string]: unknown;
 }
 
@@ -92,8 +93,12 @@ export class HttpApp {
   /** Answers what can be answered from the head alone; `undefined` means: read the body. */
   head(req: HttpRequestHead): HttpReply | undefined {
     const path = pathOf(req.url);
-    if (req.method === "GET" && path === "/health") {
-      return this.#json(req, 200, JSON.stringify(this.#deps.health()));
+    if (req.method === "GET" && (path === "/health" || path === "/ready")) {
+      // `/health` is liveness: 200 while the node answers. `/ready` is readiness: 503 while
+      // the node is degraded, so that a balancer sends its users elsewhere.
+      const report = this.#deps.health();
+      const status = path === "/ready" && report.status !== "ok" ? 503 : 200;
+      return this.#json(req, status, JSON.stringify(report));
     }
     if (this.websocketOnly) {
       return this.#error(
