@@ -31,8 +31,8 @@ interface Slot {
   /** The job the worker serves; one at a time. */
   job: Job | undefined;
   id: number;
-  /** Canonical numbers changed since the worker's last request. */
-  changed: bigint[];
+  /** Canonical numbers changed since the worker's last request (each once, however often). */
+  changed: Set<bigint>;
   /** Its job settled and the slot left the pool (it failed or exited). */
   gone: boolean;
 }
@@ -56,6 +56,8 @@ export class HeavyRequestPool implements HeavyRequestService {
   readonly #unsubscribe: () => void;
   #stopped = false;
   #nextId = 1;
+  /** Threads ended by `pause`, started again by `resume`; requests wait meanwhile. */
+  #paused = 0;
 
   constructor(threads: number, data: HeavyWorkerData, deps: HeavyPoolDeps) {
     if (!Number.isSafeInteger(threads) || threads < 1)
@@ -74,12 +76,38 @@ export class HeavyRequestPool implements HeavyRequestService {
 
   run(request: HeavyRequest): Promise<string> {
     if (this.#stopped) return Promise.reject(new Error("the node is stopping"));
-    if (this.#slots.size === 0)
+    if (this.#slots.size === 0 && this.#paused === 0)
       return Promise.reject(new Error("no worker thread for heavy requests is running"));
     return new Promise<string>((resolve, reject) => {
       this.#queue.push({ request, resolve, reject });
       this.#pump();
     });
+  }
+
+  /**
+   * Ends every thread, so that their handles on the database close (the node reopens it after
+   * a failure LevelDB holds on to, which lives as long as any handle does). What they were
+   * serving fails; new requests wait for `resume`.
+   */
+  async pause(): Promise<void> {
+    if (this.#stopped) return;
+    const slots = [...this.#slots];
+    this.#slots.clear();
+    this.#paused += slots.length;
+    for (const slot of slots) {
+      slot.gone = true;
+      slot.job?.reject(new Error("the node's storage is being reopened"));
+      slot.job = undefined;
+    }
+    await Promise.all(slots.map((slot) => slot.worker.terminate()));
+  }
+
+  /** Starts again the threads `pause` ended. */
+  resume(): void {
+    const count = this.#paused;
+    this.#paused = 0;
+    if (this.#stopped) return;
+    for (let i = 0; i < count; i++) this.#spawn();
   }
 
   /** Fails what waits, then ends every thread. */
@@ -101,7 +129,14 @@ export class HeavyRequestPool implements HeavyRequestService {
   #spawn(): void {
     const url = this.#deps.workerUrl ?? new URL("./heavyWorker.js", import.meta.url);
     const worker = new Worker(url, { workerData: this.#data });
-    const slot: Slot = { worker, ready: false, job: undefined, id: 0, changed: [], gone: false };
+    const slot: Slot = {
+      worker,
+      ready: false,
+      job: undefined,
+      id: 0,
+      changed: new Set(),
+      gone: false,
+    };
     this.#slots.add(slot);
     worker.on("message", (message: FromHeavyWorker) => this.#onMessage(slot, message));
     worker.on("error", (err) => this.#lost(slot, `failed: ${err.message}`, err));
@@ -149,7 +184,7 @@ export class HeavyRequestPool implements HeavyRequestService {
   #onHeadChange(change: HeadChange): void {
     if (change.removed.length === 0) return;
     const numbers = [...change.removed, ...change.added].map((b) => b.block.header.number);
-    for (const slot of this.#slots) slot.changed.push(...numbers);
+    for (const slot of this.#slots) for (const n of numbers) slot.changed.add(n);
   }
 
   /** Hands queued requests to free threads. */
@@ -182,8 +217,8 @@ export class HeavyRequestPool implements HeavyRequestService {
     const head = this.#deps.chain.head.hash;
     await this.#deps.db.landed();
     if (slot.gone || slot.id !== id) return;
-    const changed = slot.changed;
-    slot.changed = [];
+    const changed = [...slot.changed];
+    slot.changed = new Set();
     const message: ToHeavyWorker = { kind: "request", id, head, changed, request: job.request };
     try {
       slot.worker.postMessage(message);
