@@ -146,6 +146,26 @@ describe("HeavyRequestPool", () => {
     await expect(pool.run(request("echo"))).rejects.toThrow("the node is stopping");
   });
 
+  it("pauses: ends its threads, fails what they served, holds new requests until resumed", async () => {
+    const { pool } = setup(2);
+    const running = pool.run(request("slow", { ms: 10_000 })).catch((e: unknown) => e);
+    // Both threads ready and one serving before the pause.
+    expect(await pool.run(request("echo", { value: 0 }))).toContain('"value":0');
+    await pool.pause();
+    expect(pool.threads).toBe(0);
+    expect(await running).toEqual(new Error("the node's storage is being reopened"));
+    let answered = false;
+    const held = pool.run(request("echo", { value: 1 })).then((text) => {
+      answered = true;
+      return text;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(answered).toBe(false);
+    pool.resume();
+    expect(pool.threads).toBe(2);
+    expect(JSON.parse(await held)).toMatchObject({ value: 1 });
+  });
+
   it("refuses a pool without threads", () => {
     expect(() => setup(0)).toThrow(RangeError);
   });
