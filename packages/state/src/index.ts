@@ -5,6 +5,7 @@ export { Bucket, bucketKey } from "./db/buckets.js";
 export {
   Database,
   type DatabaseOpenOptions,
+  type ReopenHooks,
   type StorageHealth,
   type WriteFaults,
   type WriteOp,

@@ -12,6 +12,12 @@ export interface DatabaseOpenOptions {
   readonly faults?: WriteFaults;
 }
 
+/** See `Database.onReopen`. */
+export interface ReopenHooks {
+  beforeClose(): Promise<void>;
+  afterOpen(): void;
+}
+
 /** See `DatabaseOpenOptions.faults`. */
 export interface WriteFaults {
   beforeWrite(): Error | undefined;
@@ -67,6 +73,7 @@ export class Database {
   readonly #healthListeners = new Set<(health: StorageHealth) => void>();
   /** A reopening in progress (after a failure LevelDB keeps): reads wait for it. */
   #reopening: Promise<void> | undefined;
+  readonly #reopenHooks = new Set<ReopenHooks>();
   /** The operations of writes on their way, by key (`landingKey`). */
   readonly #landing = new Map<string, Landing>();
   #writes = 0;
@@ -158,10 +165,26 @@ export class Database {
     return true;
   }
 
+  /**
+   * Other holders of LevelDB's handle (worker threads that opened the same path): LevelDB keeps
+   * a failure for as long as any handle is open, so a reopening asks them to close theirs first
+   * (`beforeClose`) and open again after (`afterOpen`). Returns the unsubscribe function.
+   */
+  onReopen(hooks: ReopenHooks): () => void {
+    this.#reopenHooks.add(hooks);
+    return () => this.#reopenHooks.delete(hooks);
+  }
+
   async #reopen(): Promise<void> {
     const reopening = (async () => {
-      await this.#level.close().catch(() => {});
-      this.#level = await openLevel(this.path, this.#openOptions);
+      const hooks = [...this.#reopenHooks];
+      await Promise.all(hooks.map((h) => h.beforeClose().catch(() => {})));
+      try {
+        await this.#level.close().catch(() => {});
+        this.#level = await openLevel(this.path, this.#openOptions);
+      } finally {
+        for (const h of hooks) h.afterOpen();
+      }
     })();
     this.#reopening = reopening;
     try {
