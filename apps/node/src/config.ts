@@ -21,7 +21,7 @@ import {
   type SignatureRecoveryPreference,
 } from "@nodex/types";
 import type { KeystoreKdf } from "./accounts/keystore.js";
-import { DEFAULT_RPC_WORKER_THREADS } from "./heavyPool.js";
+import { DEFAULT_RPC_WORKER_QUEUE, DEFAULT_RPC_WORKER_THREADS } from "./heavyPool.js";
 import {
   COMMAND_FLAGS,
   COMMAND_SETTINGS,
@@ -85,6 +85,8 @@ export interface NodeConfig {
    * the main thread.
    */
   readonly rpcWorkerThreads: number;
+  /** Traces and log queries that may wait for a worker thread (`--rpc-worker-queue`). */
+  readonly rpcWorkerQueue: number;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
 }
@@ -279,6 +281,7 @@ export function parseCommandLine(environment: Environment): Command {
     }),
     mineInterval: pick<number>("mineInterval") ?? 0,
     rpcWorkerThreads: pick<number>("rpcWorkerThreads") ?? DEFAULT_RPC_WORKER_THREADS,
+    rpcWorkerQueue: pick<number>("rpcWorkerQueue") ?? DEFAULT_RPC_WORKER_QUEUE,
     automine: pick<"on" | "off">("automine") !== "off",
     p2p:
       (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"

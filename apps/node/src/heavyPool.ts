@@ -1,13 +1,28 @@
 import { Worker } from "node:worker_threads";
 import type { Chain, HeadChange } from "@nodex/chain";
 import { TraceAbort } from "@nodex/evm";
-import { decodeHeavyFailure, type HeavyRequest, type HeavyRequestService } from "@nodex/rpc";
+import {
+  decodeHeavyFailure,
+  HeavyErrorCode,
+  type HeavyRequest,
+  HeavyRequestError,
+  type HeavyRequestService,
+} from "@nodex/rpc";
 import type { Database } from "@nodex/state";
 import type { Logger } from "@nodex/types";
 import type { FromHeavyWorker, HeavyWorkerData, ToHeavyWorker } from "./heavyWorker.js";
 
 /** Worker threads for heavy requests by default (`--rpc-worker-threads`). */
 export const DEFAULT_RPC_WORKER_THREADS = 2;
+/** Heavy requests that may wait for a thread by default (`--rpc-worker-queue`). */
+export const DEFAULT_RPC_WORKER_QUEUE = 256;
+
+export interface HeavyPoolOptions {
+  /** Worker threads, each serving one request at a time. */
+  readonly threads: number;
+  /** Requests that may wait for a thread; one more is refused (-32011). */
+  readonly maxQueued: number;
+}
 
 export interface HeavyPoolDeps {
   /** The node's database, opened with `multithreading`. */
@@ -59,9 +74,15 @@ export class HeavyRequestPool implements HeavyRequestService {
   /** Threads ended by `pause`, started again by `resume`; requests wait meanwhile. */
   #paused = 0;
 
-  constructor(threads: number, data: HeavyWorkerData, deps: HeavyPoolDeps) {
+  readonly #maxQueued: number;
+
+  constructor(opts: HeavyPoolOptions, data: HeavyWorkerData, deps: HeavyPoolDeps) {
+    const { threads, maxQueued } = opts;
     if (!Number.isSafeInteger(threads) || threads < 1)
       throw new RangeError(`a pool of worker threads needs at least 1 thread, got ${threads}`);
+    if (!Number.isSafeInteger(maxQueued) || maxQueued < 1)
+      throw new RangeError(`the queue must hold at least 1 request, got ${maxQueued}`);
+    this.#maxQueued = maxQueued;
     this.#data = data;
     this.#deps = deps;
     this.#log = deps.logger;
@@ -78,6 +99,13 @@ export class HeavyRequestPool implements HeavyRequestService {
     if (this.#stopped) return Promise.reject(new Error("the node is stopping"));
     if (this.#slots.size === 0 && this.#paused === 0)
       return Promise.reject(new Error("no worker thread for heavy requests is running"));
+    if (this.#queue.length >= this.#maxQueued)
+      return Promise.reject(
+        new HeavyRequestError(
+          HeavyErrorCode.QUEUE_FULL,
+          `${this.#queue.length} traces and log queries are waiting for a worker thread already: try again later`,
+        ),
+      );
     return new Promise<string>((resolve, reject) => {
       this.#queue.push({ request, resolve, reject });
       this.#pump();

@@ -79,7 +79,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       const network = p2p;
       if (config.rpcWorkerThreads > 0) {
         heavy = new HeavyRequestPool(
-          config.rpcWorkerThreads,
+          { threads: config.rpcWorkerThreads, maxQueued: config.rpcWorkerQueue },
           {
             dbPath: join(config.datadir, "db"),
             network: config.network,

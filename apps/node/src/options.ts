@@ -240,6 +240,16 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 64, "a number of threads"),
   },
   {
+    key: "rpcWorkerQueue",
+    flag: "--rpc-worker-queue",
+    env: "NODEX_RPC_WORKER_QUEUE",
+    valueName: "N",
+    description:
+      "traces and eth_getLogs that may wait for a worker thread; one more is refused (-32011)",
+    defaultText: "256",
+    parse: integer(1, 100_000, "a number of requests"),
+  },
+  {
     key: "rpcFilterTimeout",
     flag: "--rpc-filter-timeout",
     env: "NODEX_RPC_FILTER_TIMEOUT",

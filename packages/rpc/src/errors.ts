@@ -4,6 +4,7 @@ import { MinerErrorCode } from "@nodex/miner";
 import { StateErrorCode } from "@nodex/state";
 import { TxPoolErrorCode } from "@nodex/txpool";
 import { CodecErrorCode, DecodeErrorCode, NodexError, TransactionErrorCode } from "@nodex/types";
+import { HeavyErrorCode } from "./heavyRequests.js";
 import { WalletErrorCode } from "./wallet.js";
 
 /**
@@ -75,6 +76,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [ChainErrorCode.LOGS_LIMIT]: RPCErrorCode.LOGS_LIMIT,
   [TraceAbortCode.DEADLINE]: RPCErrorCode.LIMIT_EXCEEDED,
   [TraceAbortCode.LIMIT]: RPCErrorCode.LIMIT_EXCEEDED,
+  [HeavyErrorCode.QUEUE_FULL]: RPCErrorCode.LIMIT_EXCEEDED,
   ...poolCodes,
   [TxPoolErrorCode.CHAIN_ID_MISMATCH]: RPCErrorCode.INVALID_PARAMS,
   // The disk, not the transaction: the same transaction is taken once writes land again.

@@ -1,5 +1,5 @@
 import type { LogQuery } from "@nodex/chain";
-import type { Address, BlockSelector } from "@nodex/types";
+import { type Address, type BlockSelector, NodexError } from "@nodex/types";
 import { RawJson } from "./results.js";
 
 /** The options of `debug_trace*`, decoded. */
@@ -82,6 +82,20 @@ export type HeavyRequest =
  */
 export interface HeavyRequestService {
   run(request: HeavyRequest): Promise<string>;
+}
+
+export const HeavyErrorCode = {
+  /** Too many heavy requests wait for a thread already (answered as -32011). */
+  QUEUE_FULL: "RPC_HEAVY_QUEUE_FULL",
+} as const;
+export type HeavyErrorCode = (typeof HeavyErrorCode)[keyof typeof HeavyErrorCode];
+
+/** A heavy request the service does not take. */
+export class HeavyRequestError extends NodexError<HeavyErrorCode> {
+  constructor(code: HeavyErrorCode, message: string, meta: Record<string, unknown> = {}) {
+    super(code, message, meta);
+    this.name = "HeavyRequestError";
+  }
 }
 
 /**

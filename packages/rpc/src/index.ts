@@ -9,7 +9,9 @@ export {
   type LogChange,
 } from "./filters.js";
 export {
+  HeavyErrorCode,
   type HeavyRequest,
+  HeavyRequestError,
   type HeavyRequestService,
   type TraceBudget,
   traceBudget,

@@ -1,6 +1,6 @@
 import type { Chain, HeadChange, StoredBlock } from "@nodex/chain";
 import { TraceAbort } from "@nodex/evm";
-import type { HeavyRequest } from "@nodex/rpc";
+import { HeavyErrorCode, type HeavyRequest, HeavyRequestError, toRPCError } from "@nodex/rpc";
 import type { Database } from "@nodex/state";
 import { type Logger, NodexError, nullLogger } from "@nodex/types";
 import { afterEach, describe, expect, it } from "vitest";
@@ -19,7 +19,7 @@ interface Logged {
   readonly meta: Record<string, unknown> | undefined;
 }
 
-function setup(threads = 1) {
+function setup(threads = 1, maxQueued = 64) {
   const errors: Logged[] = [];
   const logger: Logger = {
     ...nullLogger,
@@ -48,7 +48,7 @@ function setup(threads = 1) {
       landedCalls++;
     },
   };
-  const pool = new HeavyRequestPool(threads, DATA, {
+  const pool = new HeavyRequestPool({ threads, maxQueued }, DATA, {
     db: db as unknown as Database,
     chain: chain as unknown as Chain,
     logger,
@@ -164,6 +164,19 @@ describe("HeavyRequestPool", () => {
     pool.resume();
     expect(pool.threads).toBe(2);
     expect(JSON.parse(await held)).toMatchObject({ value: 1 });
+  });
+
+  it("refuses a request past the queue's bound with a domain error (-32011)", async () => {
+    const { pool } = setup(1, 2);
+    // The thread is not ready yet: both wait in the queue, which is then full.
+    const waiting = [pool.run(request("slow", { ms: 1 })), pool.run(request("echo", { value: 1 }))];
+    const err = await pool.run(request("echo")).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HeavyRequestError);
+    expect((err as HeavyRequestError).code).toBe(HeavyErrorCode.QUEUE_FULL);
+    expect(toRPCError(err).code).toBe(-32011);
+    expect(await Promise.all(waiting)).toEqual(["1", expect.stringContaining('"value":1')]);
+    // Room again once they are served.
+    expect(await pool.run(request("slow", { ms: 1 }))).toBe("1");
   });
 
   it("refuses a pool without threads", () => {
