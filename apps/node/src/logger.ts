@@ -15,14 +15,19 @@ const rank = Object.fromEntries(LOG_LEVELS.map((level, i) => [level, i])) as Rec
   number
 >;
 
+/** The node's logger: its children share its level, which `setLevel` changes (SIGHUP). */
+export interface NodeLogger extends Logger {
+  setLevel(level: LogLevel): void;
+}
+
 /** One line per event, JSON or pretty, to `sink` (standard error by default). */
 export function createLogger(
   opts: LoggerOptions,
   sink: LogSink = process.stderr,
   bindings: LogContext = {},
-): Logger {
-  const max = rank[opts.level];
-  const enabled = (level: LogLevel) => rank[level] <= max;
+  shared: { max: number } = { max: rank[opts.level] },
+): NodeLogger {
+  const enabled = (level: LogLevel) => rank[level] <= shared.max;
   const emit = (level: LogLevel, msg: string, ctx?: LogContext) => {
     if (!enabled(level)) return;
     const time = new Date().toISOString();
@@ -40,8 +45,11 @@ export function createLogger(
     info: (msg, ctx) => emit("info", msg, ctx),
     debug: (msg, ctx) => emit("debug", msg, ctx),
     trace: (msg, ctx) => emit("trace", msg, ctx),
-    child: (more) => createLogger(opts, sink, { ...bindings, ...more }),
+    child: (more) => createLogger(opts, sink, { ...bindings, ...more }, shared),
     isLevelEnabled: enabled,
+    setLevel: (level) => {
+      shared.max = rank[level];
+    },
   };
 }
 

@@ -8,12 +8,13 @@ import {
   helpText,
   type ImportCommand,
   type MineCommand,
+  type NodeConfig,
   parseCommandLine,
   UsageError,
 } from "./config.js";
-import { createLogger } from "./logger.js";
+import { createLogger, type NodeLogger } from "./logger.js";
 import { runMiner } from "./miner.js";
-import { createNode } from "./node.js";
+import { createNode, type NodexNode } from "./node.js";
 import { startSignatureRecovery } from "./signatureRecovery.js";
 import { NODEX_VERSION } from "./version.js";
 
@@ -65,6 +66,8 @@ async function main(): Promise<number> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // SIGHUP reloads what can change without a restart, as daemons do; it never ends the node.
+  process.on("SIGHUP", () => reload(node, logger));
 
   try {
     await node.start();
@@ -76,6 +79,70 @@ async function main(): Promise<number> {
     return 1;
   }
   return -1;
+}
+
+/**
+ * Reads the command line, environment and config file again and applies what can change while
+ * the node runs: the log level, the API keys and the ban list. Anything wrong is logged and
+ * changes nothing; the node goes on as it was.
+ */
+function reload(node: NodexNode, logger: NodeLogger): void {
+  let next: NodeConfig;
+  try {
+    const command = parseCommandLine({
+      argv: process.argv.slice(2),
+      env: process.env,
+      isTTY: process.stderr.isTTY === true,
+    });
+    if (command.kind !== "run") return;
+    next = command.config;
+  } catch (err) {
+    logger.error("Reload refused: the settings are not valid; nothing changed", {
+      reason: (err as Error).message,
+    });
+    return;
+  }
+  const changed = restartOnly(node.config, next);
+  try {
+    const done = node.reload(next);
+    const report = () =>
+      logger.info("Reloaded on SIGHUP", {
+        logLevel: next.logLevel,
+        ...(done.apiKeys === undefined ? {} : { apiKeys: done.apiKeys }),
+        ...(done.bans === undefined ? {} : { bannedAddresses: done.bans.manual }),
+        ...(changed.length === 0 ? {} : { needRestart: changed }),
+      });
+    // Written at whichever of the two levels shows it.
+    if (logger.isLevelEnabled("info")) {
+      report();
+      logger.setLevel(next.logLevel);
+    } else {
+      logger.setLevel(next.logLevel);
+      report();
+    }
+  } catch (err) {
+    logger.error("Reload failed; nothing else changed", { reason: (err as Error).message });
+  }
+}
+
+/** Settings that differ between `now` and `next` and take effect only at a restart. */
+function restartOnly(now: NodeConfig, next: NodeConfig): string[] {
+  const reloadable = new Set(["logLevel", "apiKeys", "sources"]);
+  const flat = (c: NodeConfig) => {
+    const { rpc, ...rest } = c;
+    const { apiKeys: _keys, ...rpcRest } = rpc;
+    return { ...rest, rpc: rpcRest } as Record<string, unknown>;
+  };
+  const a = flat(now);
+  const b = flat(next);
+  return Object.keys(b).filter(
+    (key) =>
+      !reloadable.has(key) && JSON.stringify(a[key], bigints) !== JSON.stringify(b[key], bigints),
+  );
+}
+
+function bigints(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
 }
 
 /** `nodex export` and `nodex import`: 0 done, 1 refused or failed. */

@@ -17,6 +17,11 @@ export interface NodexNode {
   readonly config: NodeConfig;
   rpc(): RPCServer | undefined;
   start(): Promise<void>;
+  /**
+   * Applies what can change without a restart (SIGHUP): the API keys and the ban list read
+   * again. Returns what was reloaded; throws with the reason when a part cannot be.
+   */
+  reload(next: NodeConfig): { apiKeys?: number; bans?: { manual: number; punished: number } };
   /** Stops intake first, then closes storage. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -33,6 +38,15 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   return {
     config,
     rpc: () => rpc,
+    reload(next) {
+      const done: ReturnType<NodexNode["reload"]> = {};
+      if (rpc !== undefined) {
+        rpc.setApiKeys(next.rpc.apiKeys);
+        done.apiKeys = next.rpc.apiKeys.length;
+      }
+      if (p2p !== undefined) done.bans = p2p.reloadBans();
+      return done;
+    },
     async start() {
       logger.info("Starting nodex", {
         version: NODEX_VERSION,
@@ -89,6 +103,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           },
           { db: opened.db, chain, logger: logger.child({ module: "rpc-workers" }) },
         );
+        const pool = heavy;
+        opened.db.onReopen({ beforeClose: () => pool.pause(), afterOpen: () => pool.resume() });
       }
       const services: RPCServices = {
         ...core.services,

@@ -216,6 +216,17 @@ export class P2PService {
   }
 
   /** Disconnects the connected peers whose address is banned (after a ban by hand). */
+  /**
+   * Reads the ban list in the datadir again and makes it the node's bans (the operator edited
+   * the file, then sent SIGHUP); peers the new list bans are disconnected. Returns what it holds.
+   */
+  reloadBans(): { manual: number; punished: number } {
+    const state = loadBans(join(this.#deps.datadir, BANS_FILE), this.#log);
+    this.scoring.reloadBans(state);
+    this.dropBanned("address banned by the operator");
+    return { manual: state.manual.length, punished: state.punished.length };
+  }
+
   dropBanned(reason: string): void {
     for (const peer of this.network.peers()) {
       const address = hostPort(peer.remoteAddress)?.host;

@@ -46,6 +46,11 @@ export interface RPCServer {
   address(): { host: string; port: number } | undefined;
   /** The WebSocket-only listener's address (`wsPort`), once started. */
   wsAddress(): { host: string; port: number } | undefined;
+  /**
+   * Replaces the API keys while serving (SIGHUP). Throws when that would switch between local
+   * and hosted mode, which needs a restart.
+   */
+  setApiKeys(keys: readonly string[]): void;
   start(): Promise<{ host: string; port: number }>;
   stop(): Promise<void>;
 }
@@ -171,12 +176,11 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       ? chooseTransport(opts.httpLayer)
       : { layer: "custom", factory: deps.transport };
   const transport = chosen.factory(app);
-  const wsTransport =
+  const wsApp =
     opts.wsPort === undefined
       ? undefined
-      : chosen.factory(
-          new HttpApp({ ...appOptions, websocketOnly: true }, { dispatcher, health, ws }),
-        );
+      : new HttpApp({ ...appOptions, websocketOnly: true }, { dispatcher, health, ws });
+  const wsTransport = wsApp === undefined ? undefined : chosen.factory(wsApp);
   let bound: { host: string; port: number } | undefined;
   let wsBound: { host: string; port: number } | undefined;
   return {
@@ -184,6 +188,10 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     dispatcher,
     address: () => bound,
     wsAddress: () => wsBound,
+    setApiKeys(keys) {
+      app.setApiKeys(keys);
+      wsApp?.setApiKeys(keys);
+    },
     async start() {
       bound = await transport.listen(opts.host, opts.port);
       if (wsTransport !== undefined && opts.wsPort !== undefined) {

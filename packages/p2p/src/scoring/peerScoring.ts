@@ -422,6 +422,22 @@ export class PeerScoring {
     return r.punishedUntil;
   }
 
+  /**
+   * Replaces every ban with `state` (the ban list read again, as after an operator edited it):
+   * bans by hand and punished addresses alike. Scores and counters stay.
+   */
+  reloadBans(state: BanState): void {
+    for (const text of this.#manual.list()) {
+      const block = parseAddressBlock(text);
+      if (block !== undefined) this.#manual.delete(block);
+    }
+    for (const r of this.#addresses.values()) {
+      r.punishedUntil = 0;
+      r.connectionBan = false;
+    }
+    this.#restore(state);
+  }
+
   #restore(state: BanState): void {
     for (const text of state.manual) {
       const block: AddressBlock | undefined = parseAddressBlock(text);

@@ -71,7 +71,7 @@ export class HttpApp {
   readonly websocketOnly: boolean;
   /** WebSocket sessions, when the service takes WebSocket connections. */
   readonly ws: WsHub | undefined;
-  readonly #keyDigests: ReadonlySet<string>;
+  #keyDigests: ReadonlySet<string>;
   readonly #corsAny: boolean;
   readonly #corsOrigins: ReadonlySet<string>;
   readonly #deps: HttpAppDeps;
@@ -88,6 +88,16 @@ export class HttpApp {
     this.#corsAny = opts.corsOrigins.includes("*");
     this.#corsOrigins = new Set(opts.corsOrigins);
     this.#deps = deps;
+  }
+
+  /**
+   * Replaces the API keys (a reload): requests from now on are checked against `keys`. Hosted
+   * mode stays what it was at start (its modules were chosen then): `keys` must not be empty.
+   */
+  setApiKeys(keys: readonly string[]): void {
+    if (this.hosted !== keys.length > 0)
+      throw new Error("switching between local and hosted mode needs a restart");
+    this.#keyDigests = new Set(keys.map(digest));
   }
 
   /** Answers what can be answered from the head alone; `undefined` means: read the body. */
