@@ -3,6 +3,7 @@ import { type FileHandle, open, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import type { Chain } from "@nodex/chain";
+import { StateError, StateErrorCode } from "@nodex/state";
 import {
   type Block,
   bytesToHex,
@@ -268,8 +269,11 @@ async function openForCommand(
   try {
     return await openChain(command.config, logger);
   } catch (err) {
-    const cause = (err as { cause?: { code?: unknown } }).cause;
-    if ((err as NodeJS.ErrnoException).code === "LEVEL_LOCKED" || cause?.code === "LEVEL_LOCKED") {
+    if (
+      err instanceof StateError &&
+      err.code === StateErrorCode.OPEN_FAILED &&
+      err.meta.locked === true
+    ) {
       throw new ChainFileError(
         `the database in ${command.config.datadir} is in use by another process (a running node?): stop it before nodex ${command.kind}`,
       );

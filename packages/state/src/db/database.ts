@@ -364,19 +364,23 @@ async function openLevel(
     throw new StateError(
       StateErrorCode.OPEN_FAILED,
       `cannot open the database in ${path}: ${describeOpenError(err)}`,
-      { path },
+      { path, locked: isLocked(err) },
       { cause: err },
     );
   }
   return level;
 }
 
+/** Whether another holder has the database (abstract-level wraps LevelDB's error as a cause). */
+function isLocked(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: unknown } }).cause;
+  return (err as { code?: unknown }).code === "LEVEL_LOCKED" || cause?.code === "LEVEL_LOCKED";
+}
+
 /** LevelDB's reason for a failed open (abstract-level wraps it as the error's cause). */
 function describeOpenError(err: unknown): string {
-  const code = (err as { code?: unknown }).code;
   const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
-  if (code === "LEVEL_LOCKED" || cause?.code === "LEVEL_LOCKED")
-    return "in use by another process (a running node?)";
+  if (isLocked(err)) return "in use by another process (a running node?)";
   const text = typeof cause?.message === "string" ? cause.message : (err as Error).message;
   if (/permission denied/i.test(text)) return `permission denied (${text})`;
   if (/read-only file system/i.test(text)) return `the file system is read-only (${text})`;
