@@ -73,6 +73,8 @@ export class HeavyRequestPool implements HeavyRequestService {
   #nextId = 1;
   /** Threads ended by `pause`, started again by `resume`; requests wait meanwhile. */
   #paused = 0;
+  /** Threads not started yet: the first heavy request starts them (see the constructor). */
+  #unstarted: number;
 
   readonly #maxQueued: number;
 
@@ -86,7 +88,10 @@ export class HeavyRequestPool implements HeavyRequestService {
     this.#data = data;
     this.#deps = deps;
     this.#log = deps.logger;
-    for (let i = 0; i < threads; i++) this.#spawn();
+    // Started by the first heavy request, not with the node: each thread loads the execution
+    // stack and opens the database (seconds of CPU), which a node that is never asked for a
+    // trace or a large log query would pay at start, while it serves its first transactions.
+    this.#unstarted = threads;
     this.#unsubscribe = deps.chain.onHeadChange((change) => this.#onHeadChange(change));
   }
 
@@ -97,6 +102,11 @@ export class HeavyRequestPool implements HeavyRequestService {
 
   run(request: HeavyRequest): Promise<string> {
     if (this.#stopped) return Promise.reject(new Error("the node is stopping"));
+    if (this.#unstarted > 0) {
+      const count = this.#unstarted;
+      this.#unstarted = 0;
+      for (let i = 0; i < count; i++) this.#spawn();
+    }
     if (this.#slots.size === 0 && this.#paused === 0)
       return Promise.reject(new Error("no worker thread for heavy requests is running"));
     if (this.#queue.length >= this.#maxQueued)

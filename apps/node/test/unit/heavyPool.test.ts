@@ -94,6 +94,9 @@ describe("HeavyRequestPool", () => {
 
   it("tells each thread which canonical numbers a reorganization changed, once", async () => {
     const { pool, reorg, block } = setup();
+    // The first request starts the thread; one started after a reorganization has no stale
+    // cache to be told of.
+    await pool.run(request("echo"));
     reorg([block(5, 1), block(6, 2)], [block(5, 3), block(6, 4), block(7, 5)]);
     const first = JSON.parse(await pool.run(request("echo"))) as { changed: string[] };
     expect(first.changed).toEqual(["5", "6", "7"]);
@@ -177,6 +180,13 @@ describe("HeavyRequestPool", () => {
     expect(await Promise.all(waiting)).toEqual(["1", expect.stringContaining('"value":1')]);
     // Room again once they are served.
     expect(await pool.run(request("slow", { ms: 1 }))).toBe("1");
+  });
+
+  it("starts its threads with the first request, not before", async () => {
+    const { pool } = setup(2);
+    expect(pool.threads).toBe(0);
+    expect(JSON.parse(await pool.run(request("echo", { value: 2 })))).toMatchObject({ value: 2 });
+    expect(pool.threads).toBe(2);
   });
 
   it("refuses a pool without threads", () => {
