@@ -1,104 +1,10 @@
-import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningNode, startNode } from "./helpers/node.js";
+import { RawClient } from "./helpers/rawHttp.js";
 
 // The node HTTP layer reads the common requests off the socket itself and hands a connection
 // to node:http for anything else. These talk raw HTTP/1.1 over TCP to check both halves and
 // the hand-over between them: order, framing, keep-alive, half-close and malformed input.
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** Reads HTTP/1.1 answers off a socket as they arrive (Content-Length framing, or none). */
-class RawClient {
-  readonly socket: Socket;
-  #buf = Buffer.alloc(0);
-  #closed = false;
-  #waiters: (() => void)[] = [];
-
-  constructor(port: number) {
-    this.socket = connect(port, "127.0.0.1");
-    this.socket.on("data", (d: Buffer) => {
-      this.#buf = Buffer.concat([this.#buf, d]);
-      this.#wake();
-    });
-    this.socket.on("close", () => {
-      this.#closed = true;
-      this.#wake();
-    });
-    this.socket.on("error", () => {});
-  }
-
-  #wake(): void {
-    for (const w of this.#waiters.splice(0)) w();
-  }
-
-  async #more(): Promise<void> {
-    if (this.#closed) throw new Error(`connection closed; unread: ${this.#buf.toString()}`);
-    await new Promise<void>((resolve) => this.#waiters.push(resolve));
-  }
-
-  write(data: string | Buffer): void {
-    this.socket.write(data);
-  }
-
-  /** The next answer; 1xx answers included. */
-  async answer(): Promise<Answer> {
-    for (;;) {
-      const end = this.#buf.indexOf("\r\n\r\n");
-      if (end !== -1) {
-        const [statusLine, ...lines] = this.#buf.subarray(0, end).toString("latin1").split("\r\n");
-        const headers: Record<string, string> = {};
-        for (const line of lines) {
-          const colon = line.indexOf(":");
-          headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-        }
-        const status = Number(statusLine!.split(" ")[1]);
-        const stated = headers["content-length"];
-        // node:http's answers to requests it cannot parse have no length: they end at the close.
-        const length =
-          status < 200 || status === 204
-            ? 0
-            : stated !== undefined
-              ? Number(stated)
-              : this.#closed
-                ? this.#buf.length - end - 4
-                : Number.POSITIVE_INFINITY;
-        if (this.#buf.length >= end + 4 + length) {
-          const body = this.#buf.subarray(end + 4, end + 4 + length).toString("utf8");
-          this.#buf = this.#buf.subarray(end + 4 + length);
-          return { status, headers, body };
-        }
-      }
-      await this.#more();
-    }
-  }
-
-  /** Resolves once the server has closed the connection, with what it sent unread. */
-  async closed(): Promise<string> {
-    while (!this.#closed) await this.#more().catch(() => {});
-    return this.#buf.toString();
-  }
-
-  /** The raw bytes of the next frame-less data: for the WebSocket part. */
-  async bytes(n: number): Promise<Buffer> {
-    while (this.#buf.length < n) await this.#more();
-    const out = this.#buf.subarray(0, n);
-    this.#buf = this.#buf.subarray(n);
-    return out;
-  }
-
-  end(): void {
-    this.socket.end();
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-}
 
 function post(body: string, extra = ""): string {
   return (
