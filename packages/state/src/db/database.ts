@@ -142,7 +142,7 @@ export class Database {
    * when LevelDB keeps failing (an error it holds on to, as after a failed compaction), closes
    * and reopens it once. Lifts the refusal and returns `true` when the write lands.
    */
-  async probe(): Promise<boolean> {
+  async probe(opts: { reopen?: boolean } = {}): Promise<boolean> {
     if (this.#failure?.kind !== "write") return this.#failure === undefined;
     const value = new TextEncoder().encode(String(Date.now()));
     const attempt = async () => {
@@ -154,6 +154,8 @@ export class Database {
     try {
       await attempt();
     } catch {
+      // Reopening closes the handle reads use: only with room to open again (`reopen`).
+      if (opts.reopen === false) return false;
       try {
         await this.#reopen();
         await attempt();

@@ -11,6 +11,8 @@ export interface StorageMonitorOptions {
 
 /** A probe is tried only with at least this much free space (LevelDB writes a log and a table). */
 const PROBE_FREE_BYTES = 1024 * 1024;
+/** Free space before LevelDB is closed and opened again after a failure it holds on to. */
+const REOPEN_FREE_BYTES = 32 * 1024 * 1024;
 
 /**
  * Watches the database's file system: refuses writes before the disk is full (free space below
@@ -78,7 +80,9 @@ export class StorageMonitor {
     }
     if (this.#db.health().writable) return;
     if (free !== undefined && free < Math.max(min, PROBE_FREE_BYTES)) return;
-    await this.#db.probe();
+    // LevelDB writes a new log and manifest when it opens: reopened only with room for them,
+    // since reads have no handle while an open fails.
+    await this.#db.probe({ reopen: free === undefined || free >= REOPEN_FREE_BYTES });
   }
 
   #report(health: StorageHealth): void {
