@@ -703,7 +703,9 @@ export class Chain {
   /**
    * Writes `stored`, executed as `run`, in one batch. It becomes the head when its
    * total difficulty is higher than the head's: the canonical index and the transaction index
-   * switch over from the common ancestor in the same batch.
+   * switch over from the common ancestor in the same batch. Whoever hears of it (the head
+   * event, `writing()`, the requests waiting on it) is told once the batch has landed; if the
+   * batch fails nothing changed, and the transactions a mined block took still wait in the pool.
    */
   async #write(stored: StoredBlock, run: Execution, onHead?: () => void): Promise<StoredBlock> {
     const { block, hash, totalDifficulty } = stored;
@@ -726,8 +728,6 @@ export class Chain {
       );
       ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash });
     }
-    if (plan !== undefined && plan.removed.length === 0 && plan.removedNumbers.length === 0)
-      return this.#extendHead(stored, run, ops, onHead);
     await this.#db.write(ops);
     run.store.confirmWrites();
     this.#store.remember(stored, run.receipts);
@@ -743,30 +743,6 @@ export class Chain {
     this.#setHead(stored, plan.removed, plan.added);
     onHead?.();
     this.#afterHead(header.number);
-    return stored;
-  }
-
-  /**
-   * A block on the head becomes the head once its batch has landed: whoever hears of it (the
-   * head event, `writing()`, the requests waiting on it) is told of what is on disk only. If the
-   * batch fails, nothing changed: the head stays, and the transactions the block took are still
-   * waiting in the pool.
-   */
-  async #extendHead(
-    stored: StoredBlock,
-    run: Execution,
-    ops: readonly WriteOp[],
-    onHead: (() => void) | undefined,
-  ): Promise<StoredBlock> {
-    const number = stored.block.header.number;
-    await this.#db.write(ops);
-    run.store.confirmWrites();
-    this.#store.remember(stored, run.receipts);
-    this.#store.setCanonical(number, stored.hash);
-    this.#production.keepHeadState(run);
-    this.#setHead(stored, [], [stored]);
-    onHead?.();
-    this.#afterHead(number);
     return stored;
   }
 
