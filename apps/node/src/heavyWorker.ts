@@ -10,6 +10,7 @@ import {
   type SignatureRecoveryPreference,
   selectSignatureRecovery,
 } from "@nodex/types";
+import { enableFastPaths } from "./fastPaths.js";
 
 /**
  * A worker thread of the node's heavy requests (`heavyPool.ts`): it opens the node's database
@@ -55,6 +56,7 @@ export type FromHeavyWorker =
 
 const data = workerData as HeavyWorkerData;
 const port = parentPort!;
+enableFastPaths();
 
 async function start(): Promise<void> {
   selectSignatureRecovery(data.signatureRecovery);

@@ -12,6 +12,7 @@ import {
   parseCommandLine,
   UsageError,
 } from "./config.js";
+import { enableFastPaths } from "./fastPaths.js";
 import { createLogger, type NodeLogger } from "./logger.js";
 import { runMiner } from "./miner.js";
 import { createNode, type NodexNode } from "./node.js";
@@ -42,6 +43,7 @@ async function main(): Promise<number> {
     process.stdout.write(`nodex ${NODEX_VERSION}\n`);
     return 0;
   }
+  enableFastPaths();
   if (command.kind === "export" || command.kind === "import") return runChainFile(command);
   if (command.kind === "mine") return runMineCommand(command);
   const { config } = command;

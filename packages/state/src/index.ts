@@ -1,5 +1,3 @@
-import "./fastRlp.js";
-
 export { AccountReader } from "./accountReader.js";
 export { Bucket, bucketKey } from "./db/buckets.js";
 export {
@@ -12,8 +10,10 @@ export {
 } from "./db/database.js";
 export { StorageMonitor, type StorageMonitorOptions } from "./db/storageMonitor.js";
 export { StateError, StateErrorCode } from "./errors.js";
+export { useFastRlp, usingFastRlp } from "./fastRlp.js";
 export { DEFAULT_TRIE_NODE_CACHE, NodeCache } from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";
 export { orderedTrieProof, orderedTrieRoot } from "./orderedTrie.js";
 export { type PruneResult, pruneTrieNodes } from "./pruner.js";
+export { quietLibraryDebug } from "./quietDebug.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

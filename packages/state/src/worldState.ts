@@ -1,5 +1,3 @@
-import "./quietDebug.js";
-import "./fastRlp.js";
 import { Common, Mainnet } from "@ethereumjs/common";
 import { RLP } from "@ethereumjs/rlp";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
