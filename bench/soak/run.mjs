@@ -59,7 +59,7 @@ import {
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const USAGE = `usage: node bench/soak/run.mjs [--minutes N] [--idle S] [--sample S] [--tx-rate N] [--read-rate N] [--call-rate N] [--logs-rate N] [--filter-rate N] [--subscribers N] [--churn-rate N] [--gc] [--heap-snapshots] [--nodex-args "..."] [--only a,b] [--build] [--list]
+const USAGE = `usage: node bench/soak/run.mjs [--minutes N] [--idle S] [--sample S] [--tx-rate N] [--read-rate N] [--call-rate N] [--logs-rate N] [--filter-rate N] [--subscribers N] [--churn-rate N] [--gc] [--heap-snapshots] [--nodex-args="..."] [--only a,b] [--build] [--list]
 
   --minutes N       minutes of mixed load per node (default 10)
   --idle S          seconds sampled after the load stops and every connection is closed (default 30)
@@ -74,7 +74,7 @@ const USAGE = `usage: node bench/soak/run.mjs [--minutes N] [--idle S] [--sample
   --gc              the probe collects garbage before each heap reading (live heap; Node servers only)
   --heap-snapshots  Nodex writes a heap snapshot (SIGUSR2) after the warm-up, at the end of the load
                     and at the end of the idle time, into bench/results/soak-<time>/
-  --nodex-args "…"  more options for Nodex, split at spaces (e.g. "--cache-trie-nodes 1000")
+  --nodex-args="…"  more options for Nodex, split at spaces (e.g. --nodex-args="--cache-trie-nodes 1000"; the = is needed)
   --only a,b        run only these nodes (ids from --list); nodex is the reference
   --build           run \`npm run build\` first even if apps/node/dist/main.js exists
   --list            print the node ids and exit
