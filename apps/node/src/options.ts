@@ -512,7 +512,8 @@ export const OPTIONS: readonly OptionDef[] = [
     flag: "--cache-trie-nodes",
     env: "NODEX_CACHE_TRIE_NODES",
     valueName: "N",
-    description: "state trie nodes kept in memory, shared by every state the node reads",
+    description:
+      "state trie nodes kept in memory, shared by every state the node reads (and at most N × 1,344 bytes of memory, estimated)",
     defaultText: "50000",
     parse: integer(1, 100_000_000, "a number of trie nodes"),
   },

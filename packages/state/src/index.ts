@@ -11,7 +11,12 @@ export {
 export { StorageMonitor, type StorageMonitorOptions } from "./db/storageMonitor.js";
 export { StateError, StateErrorCode } from "./errors.js";
 export { useFastRlp, usingFastRlp } from "./fastRlp.js";
-export { DEFAULT_TRIE_NODE_CACHE, NodeCache } from "./nodeCache.js";
+export {
+  DEFAULT_TRIE_NODE_CACHE,
+  NodeCache,
+  TRIE_NODE_CACHE_BYTES_PER_NODE,
+  trieNodeCost,
+} from "./nodeCache.js";
 export { NodeStore } from "./nodeStore.js";
 export { orderedTrieProof, orderedTrieRoot } from "./orderedTrie.js";
 export { type PruneResult, pruneTrieNodes } from "./pruner.js";

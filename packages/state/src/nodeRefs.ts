@@ -148,3 +148,15 @@ export function forEachNodeRef(
     wanted = undefined;
   }
 }
+
+/**
+ * How many items the list encoded in `bytes` holds (17 for a branch, 2 for a leaf or an
+ * extension), counted from the item headers without decoding; 0 when `bytes` is not a list.
+ */
+export function listItemCount(bytes: Uint8Array): number {
+  if (!readItem(bytes, 0, bytes.length) || !isList) return 0;
+  const end = payloadEnd;
+  let count = 0;
+  for (let pos = payloadStart; pos < end && readItem(bytes, pos, end); pos = payloadEnd) count++;
+  return count;
+}
