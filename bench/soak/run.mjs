@@ -207,7 +207,12 @@ function withProbe(server, memoryFile, snapshotDir) {
 // ---------------------------------------------------------------------------------------------
 // Memory readings
 
-/** VmRSS and VmHWM of `pid` in bytes (Linux /proc), or undefined. */
+/**
+ * VmRSS, VmHWM, and RSS's two parts of `pid` in bytes (Linux /proc), or undefined: RssAnon is
+ * the memory the process owns (heaps, stacks, malloc), RssFile the pages of mapped files it has
+ * touched (its binary, and LevelDB's table files, which LevelDB maps into memory: page cache
+ * the kernel takes back under pressure, growing with the database, not with the process).
+ */
 function procMemory(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -215,7 +220,7 @@ function procMemory(pid) {
       const m = new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status);
       return m ? Number(m[1]) * 1024 : undefined;
     };
-    return { rss: kB("VmRSS"), hwm: kB("VmHWM") };
+    return { rss: kB("VmRSS"), hwm: kB("VmHWM"), anon: kB("RssAnon"), file: kB("RssFile") };
   } catch {
     return undefined;
   }
@@ -696,6 +701,8 @@ async function benchNode(server, run, stamp) {
         phase,
         rss: m?.rss ?? null,
         hwm: m?.hwm ?? null,
+        rssAnon: m?.anon ?? null,
+        rssFile: m?.file ?? null,
         heapUsed: p?.heapUsed ?? null,
         heapTotal: p?.heapTotal ?? null,
         external: p?.external ?? null,
@@ -708,7 +715,7 @@ async function benchNode(server, run, stamp) {
       };
       samples.push(sample);
       log(
-        `  ${t.toFixed(0).padStart(5)} s  ${phase.padEnd(4)}  RSS ${mb(sample.rss).padStart(6)} MB` +
+        `  ${t.toFixed(0).padStart(5)} s  ${phase.padEnd(4)}  RSS ${mb(sample.rss).padStart(6)} MB (anon ${mb(sample.rssAnon).padStart(6)}, files ${mb(sample.rssFile).padStart(5)})` +
           (server.probe
             ? `  heap ${mb(sample.heapUsed).padStart(6)} / ${mb(sample.heapTotal).padStart(6)} MB (${sample.threads ?? 0} thr., main ${mb(sample.mainHeapUsed)})  external ${mb(sample.external).padStart(6)} MB`
             : "") +
@@ -807,7 +814,7 @@ function slopePerMinute(points) {
 }
 
 /**
- * The figures of one series (`key`: rss or heapUsed) over the load samples: the means of the
+ * The figures of one series (`key`: rss, rssAnon or heapUsed) over the load samples: the means of the
  * middle and the last third, the slope over both, the peak, the last reading of the load and of
  * the idle time, and a verdict. Flat: the last third's mean at most 5 % (or 8 MB, whichever is
  * more) above the middle third's.
@@ -845,7 +852,7 @@ const signedMb = (x) =>
   x === null || x === undefined ? "—" : `${x >= 0 ? "+" : ""}${(x / MB).toFixed(1)}`;
 
 function printFigures(runs) {
-  for (const key of ["rss", "heapUsed"]) {
+  for (const key of ["rss", "rssAnon", "heapUsed"]) {
     const rows = [];
     for (const run of runs) {
       if (!run.samples) continue;
@@ -853,7 +860,7 @@ function printFigures(runs) {
       run.figures ??= {};
       run.figures[key] = a;
       if (a.middle === undefined) {
-        if (key === "rss" || run.server.probe) rows.push([run.server.label, a.verdict]);
+        if (key !== "heapUsed" || run.server.probe) rows.push([run.server.label, a.verdict]);
         continue;
       }
       rows.push([
@@ -874,7 +881,9 @@ function printFigures(runs) {
     log(
       key === "rss"
         ? `RSS (MB), ${opts.minutes} min of load, then ${opts.idle} s idle; thirds of the load's samples`
-        : `JS heap used (MB, all threads${opts.gc ? ", live: after a full collection" : ", live and garbage not yet collected"}), Node servers`,
+        : key === "rssAnon"
+          ? "RSS without mapped files (RssAnon, MB): the memory the process owns; the rest is the binary and the database files LevelDB maps (page cache)"
+          : `JS heap used (MB, all threads${opts.gc ? ", live: after a full collection" : ", live and garbage not yet collected"}), Node servers`,
     );
     log(
       table(
