@@ -313,9 +313,12 @@ export class ChainReader {
 
   /**
    * The least gas with which the call succeeds, by binary search up to `req.gas` or the block
-   * gas limit. A call that fails even with all of it gets that upper bound as its estimate.
+   * gas limit; or, when the call fails even with all of it (a revert, an invalid opcode, out of
+   * gas), that failure, as `call` tells it (its error, revert reason and return data), so that
+   * the client hears why before it sends the transaction. A sender short of the value is not a
+   * failure here: calls top its balance up, so the estimate is that of the call with the value.
    */
-  async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint> {
+  async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint | CallOutcome> {
     const { state, ctx } = await this.#callTarget(selector);
     const cap = req.gas ?? ctx.gasLimit;
     // Probes: only success and gas used count, so a halt needs no second run on the library.
@@ -324,7 +327,10 @@ export class ChainReader {
         probe: true,
       });
     const first = await run(cap);
-    if (!first.success) return cap;
+    if (!first.success) {
+      const failure = await this.#executor.call(state, Object.assign({}, req, { gas: cap }), ctx);
+      return failure.success ? cap : failure;
+    }
     let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
     let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
     if (!(await run(hi)).success) {

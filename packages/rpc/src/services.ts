@@ -69,7 +69,8 @@ export interface ChainReaderService {
   /** For `pending`, counting the account's waiting transactions. */
   nonce(address: Address, selector: BlockSelector): Promise<bigint>;
   call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome>;
-  estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint>;
+  /** The estimate, or the call's outcome when it fails even with all the gas it may have. */
+  estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint | CallOutcome>;
   /** In chain order; throws a domain error past the spec's limits. */
   getLogs(query: LogQuery): Promise<FoundLog[]>;
   transaction(hash: Uint8Array): Promise<IncludedTransaction | null>;

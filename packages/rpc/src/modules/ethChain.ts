@@ -1,4 +1,5 @@
 import { isPending, type StoredBlock } from "@nodex/chain";
+import type { CallOutcome } from "@nodex/evm";
 import { BlockTag, bytesToHex, headerHash } from "@nodex/types";
 import { LRUCache } from "lru-cache";
 import { RPCError, RPCErrorCode } from "../errors.js";
@@ -68,6 +69,22 @@ function uncleAt(found: StoredBlock, index: bigint): Record<string, unknown> | n
 
 const LATEST = { kind: "tag", tag: BlockTag.LATEST } as const;
 const REVERT_PREFIX = "VM Exception while processing transaction: ";
+
+/**
+ * A failed call as the reference node tells it (-32015): `revert <reason>` for a revert with
+ * `Error(string)` or a panic, `transaction reverted` for one without, the EVM's error for a halt;
+ * `data` is the call's return data, left out when there is none.
+ */
+function callFailure(out: CallOutcome): RPCError {
+  const data = out.returnValue.length > 0 ? bytesToHex(out.returnValue) : undefined;
+  const why =
+    out.error === "revert"
+      ? out.revertReason === undefined
+        ? "transaction reverted"
+        : `revert ${out.revertReason}`
+      : (out.error ?? "execution failed");
+  return new RPCError(RPCErrorCode.REVERTED, `${REVERT_PREFIX}${why}`, data);
+}
 
 /**
  * The chain methods of the eth module, served from the chain reader; `eth_sendRawTransaction`
@@ -218,14 +235,7 @@ export function ethChainModule(
       handler: async (_s, [req, block]) => {
         const out = await reader.call(req, block);
         if (out.success) return out.returnValue;
-        const data = out.returnValue.length > 0 ? bytesToHex(out.returnValue) : undefined;
-        const why =
-          out.error === "revert"
-            ? out.revertReason === undefined
-              ? "transaction reverted"
-              : `revert ${out.revertReason}`
-            : (out.error ?? "execution failed");
-        throw new RPCError(RPCErrorCode.REVERTED, `${REVERT_PREFIX}${why}`, data);
+        throw callFailure(out);
       },
     }),
     getLogs: method({
@@ -239,7 +249,14 @@ export function ethChainModule(
     estimateGas: method({
       params: [p.callObject, stateAt],
       result: r.quantity,
-      handler: (_s, [req, block]) => reader.estimateGas(req, block),
+      // A call that fails even with all the gas is answered as eth_call answers it (-32015 with
+      // the reason and data), as the reference node does: tools then report the reason before
+      // they send. The spec's "an estimate, not an error" is kept for a short balance.
+      handler: async (_s, [req, block]) => {
+        const out = await reader.estimateGas(req, block);
+        if (typeof out === "bigint") return out;
+        throw callFailure(out);
+      },
     }),
     // Every network: into the pool (a user's transaction, kept across restarts, as geth keeps
     // its RPC's); development networks mine it (automine), elsewhere the blocks built for

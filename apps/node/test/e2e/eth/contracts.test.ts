@@ -103,6 +103,32 @@ describe("an ERC-20", () => {
     expect(res.error?.message).toBe(
       "VM Exception while processing transaction: revert ERC20: transfer amount exceeds balance",
     );
+    // eth_estimateGas answers the same failure, with the Error(string) data, before any send.
+    const estimate = await call(node.url, "eth_estimateGas", [
+      { from: other.address, to: await token.getAddress(), data },
+    ]);
+    expect(estimate.error).toEqual({
+      code: -32015,
+      message: res.error?.message,
+      data: token.interface.encodeErrorResult("Error", ["ERC20: transfer amount exceeds balance"]),
+    });
+    expect(estimate.result).toBeUndefined();
+    // ethers estimates before it sends: the send is refused with the reason, nothing is mined.
+    const before = await provider.getBlockNumber();
+    await expect(poorToken.getFunction("transfer")(owner.address, 10_000n)).rejects.toMatchObject({
+      code: "CALL_EXCEPTION",
+      reason: "ERC20: transfer amount exceeds balance",
+    });
+    expect(await provider.getBlockNumber()).toBe(before);
+  });
+
+  it("estimates a call whose sender lacks the value it sends (the spec's estimate, not an error)", async () => {
+    const poor = Wallet.createRandom();
+    const out = await call(node.url, "eth_estimateGas", [
+      { from: poor.address, to: other.address, value: "0xde0b6b3a7640000" },
+    ]);
+    expect(out.error).toBeUndefined();
+    expect(out.result).toBe("0x5208");
   });
 });
 
@@ -128,12 +154,16 @@ describe("a contract that emits, reverts, panics and creates", () => {
       "VM Exception while processing transaction: revert panic: array index out of bounds (0x32)",
     ],
     ["failCustom", [], "VM Exception while processing transaction: transaction reverted"],
-  ])("answers %s with -32015", async (fn, args, message) => {
+  ])("answers %s with -32015, in eth_call and eth_estimateGas alike", async (fn, args, message) => {
     const data = lab.interface.encodeFunctionData(fn, args);
     const res = await call(node.url, "eth_call", [{ to: await lab.getAddress(), data }, "latest"]);
     expect(res.error?.code).toBe(-32015);
     expect(res.error?.message).toBe(message);
     expect((res.error as { data?: string }).data).toMatch(/^0x[0-9a-f]{8,}$/);
+    const estimate = await call(node.url, "eth_estimateGas", [
+      { to: await lab.getAddress(), data },
+    ]);
+    expect(estimate.error).toEqual(res.error);
   });
 
   it("decodes a custom error from the revert data", async () => {
