@@ -126,6 +126,10 @@ export interface CallEnvironment {
   readonly timestamp: bigint;
   readonly gasLimit: bigint;
   readonly difficulty: bigint;
+  /** BASEFEE: 0 on the chain (Ethereum's fee rules give the block's). */
+  readonly baseFee: bigint;
+  /** BLOBBASEFEE: 0 on the chain, which has no blobs (Ethereum's fee rules give the block's). */
+  readonly blobBaseFee: bigint;
 }
 
 /**
@@ -1140,15 +1144,15 @@ class CallRun {
         case 0x47:
           stack.push((await this.#account(f.key))?.balance ?? 0n);
           break;
-        case 0x48: // BASEFEE: none on this chain
-          stack.push(0n);
+        case 0x48: // BASEFEE: none on this chain (0), the block's under Ethereum's fee rules
+          stack.push(env.baseFee);
           break;
         case 0x49: // BLOBHASH: a call carries no blobs
           if (sp < 1) throw STACK_UNDERFLOW;
           stack[sp - 1] = 0n;
           break;
-        case 0x4a: // BLOBBASEFEE
-          stack.push(0n);
+        case 0x4a: // BLOBBASEFEE: 0 on this chain, the block's under Ethereum's fee rules
+          stack.push(env.blobBaseFee);
           break;
         case 0x50:
           if (sp < 1) throw STACK_UNDERFLOW;

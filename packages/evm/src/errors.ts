@@ -12,6 +12,8 @@ export const ExecutionErrorCode = {
   BLOCK_GAS_LIMIT: "EVM_BLOCK_GAS_LIMIT",
   INITCODE_TOO_LARGE: "EVM_INITCODE_TOO_LARGE",
   GAS_PRICE_TOO_LOW: "EVM_GAS_PRICE_TOO_LOW",
+  /** Under Ethereum's fee rules, a fee cap (a legacy gas price) under the block's base fee. */
+  FEE_CAP_TOO_LOW: "EVM_FEE_CAP_TOO_LOW",
 } as const;
 export type ExecutionErrorCode = (typeof ExecutionErrorCode)[keyof typeof ExecutionErrorCode];
 

@@ -31,6 +31,7 @@ import { ExecutionError, ExecutionErrorCode } from "./errors.js";
 import { installFastJournal } from "./fastJournal.js";
 import { installFastOpcodes } from "./fastOpcodes.js";
 import { installExecuteCall, installFastSteps, installRunInterpreter, stop } from "./fastSteps.js";
+import { effectiveGasPrice, FeeRules } from "./feeRules.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
@@ -68,6 +69,16 @@ export interface BlockContext {
   readonly gasLimit: bigint;
   readonly difficulty: bigint;
   readonly minimumGasPrice: bigint;
+  /**
+   * The base fee, under Ethereum's fee rules only (`FeeRules.ETHEREUM`): answered by `BASEFEE`
+   * and burnt. The chain has none; its executors ignore this.
+   */
+  readonly baseFeePerGas?: bigint;
+  /**
+   * The blob base fee (EIP-4844's price of blob gas), under Ethereum's fee rules only: answered
+   * by `BLOBBASEFEE`. The chain has no blobs: 0 there.
+   */
+  readonly blobBaseFee?: bigint;
 }
 
 /** What running a transaction did. A failed execution (status 0) still uses gas and pays fees. */
@@ -75,7 +86,10 @@ export interface TransactionOutcome {
   readonly status: 0 | 1;
   readonly gasUsed: bigint;
   readonly cumulativeGasUsed: bigint;
-  /** Paid to the block's miner: gas used × gas price. */
+  /**
+   * Paid to the block's miner: gas used × gas price (less the burnt base fee under Ethereum's
+   * fee rules).
+   */
   readonly fee: bigint;
   readonly logs: readonly Log[];
   readonly contractAddress: Address | null;
@@ -146,6 +160,7 @@ export class Executor {
   readonly #libraryOpcodes: boolean;
   readonly #libraryCalls: boolean;
   readonly #libraryTransactions: boolean;
+  readonly #ethereumFees: boolean;
   /** The interpreter of calls (`callInterpreter.ts`), made with the first EVM's tables. */
   #interpreter: Promise<CallInterpreter> | undefined;
   /** What calls read of each state, while it does not change (`StateReads`). */
@@ -155,7 +170,7 @@ export class Executor {
    * `libraryOpcodes`: run `@ethereumjs/evm`'s own opcode and gas handlers, not the faster ones
    * of `fastOpcodes.ts`; `libraryCalls`, `libraryTransactions`: run every call, every
    * transaction on the library, not on `callInterpreter.ts` first (same results; for tests that
-   * compare the two).
+   * compare the two). `feeRules`: the chain's (the default) or Ethereum's (`FeeRules`).
    */
   constructor(
     network: NetworkPreset,
@@ -163,8 +178,10 @@ export class Executor {
       readonly libraryOpcodes?: boolean;
       readonly libraryCalls?: boolean;
       readonly libraryTransactions?: boolean;
+      readonly feeRules?: FeeRules;
     } = {},
   ) {
+    this.#ethereumFees = opts.feeRules === FeeRules.ETHEREUM;
     this.#libraryOpcodes = opts.libraryOpcodes === true;
     this.#libraryCalls = opts.libraryCalls === true;
     this.#libraryTransactions = opts.libraryTransactions === true;
@@ -247,6 +264,15 @@ export class Executor {
         `transaction's gas price lower than block's minimum: have ${tx.gasPrice}, want ${block.minimumGasPrice}`,
       );
     }
+    const baseFee = this.#baseFee(block);
+    if (tx.gasPrice < baseFee) {
+      throw new ExecutionError(
+        ExecutionErrorCode.FEE_CAP_TOO_LOW,
+        `max fee per gas less than block base fee: address ${bytesToHex(tx.from)}, maxFeePerGas: ${tx.gasPrice}, baseFee: ${baseFee}`,
+      );
+    }
+    // A legacy transaction's gas price is its fee cap and its priority fee.
+    const gasPrice = effectiveGasPrice(tx.gasPrice, tx.gasPrice, baseFee);
     if (gasUsedBefore + tx.gasLimit > block.gasLimit) {
       throw new ExecutionError(
         ExecutionErrorCode.BLOCK_GAS_LIMIT,
@@ -292,7 +318,15 @@ export class Executor {
       tx.to !== null &&
       tx.gasLimit - intrinsic <= MAX_CALL_GAS
     ) {
-      const outcome = await this.#transact(state, tx, block, gasUsedBefore, intrinsic, account);
+      const outcome = await this.#transact(
+        state,
+        tx,
+        block,
+        gasUsedBefore,
+        intrinsic,
+        account,
+        baseFee,
+      );
       if (outcome !== undefined) return outcome;
     }
 
@@ -326,8 +360,8 @@ export class Executor {
     let result: EVMResult;
     try {
       result = await evm.runCall({
-        block: evmBlock(block),
-        gasPrice: tx.gasPrice,
+        block: evmBlock(block, baseFee, this.#blobBaseFee(block)),
+        gasPrice,
         caller,
         origin: caller,
         gasLimit: tx.gasLimit - intrinsic,
@@ -345,9 +379,9 @@ export class Executor {
       result.execResult.gasRefund ?? 0n,
     );
     const sender = (await state.manager.getAccount(caller)) ?? new Account();
-    sender.balance += (tx.gasLimit - gasUsed) * tx.gasPrice;
+    sender.balance += (tx.gasLimit - gasUsed) * gasPrice;
     await evm.journal.putAccount(caller, sender);
-    const fee = gasUsed * tx.gasPrice;
+    const fee = gasUsed * (gasPrice - baseFee);
     await payMiner(state.manager, block.coinbase, fee, (a, account) =>
       evm.journal.putAccount(a, account),
     );
@@ -390,7 +424,8 @@ export class Executor {
   /**
    * Runs a transaction's message call on the interpreter (`CallInterpreter.transact`) and
    * writes what it changed into `state`: the outcome, or `undefined`, having written nothing,
-   * when the library must run it. `account` is the sender's, checked and not yet charged.
+   * when the library must run it. `account` is the sender's, checked and not yet charged;
+   * `baseFee` is burnt (Ethereum's fee rules; 0 on the chain).
    */
   async #transact(
     state: WorldState,
@@ -399,6 +434,7 @@ export class Executor {
     gasUsedBefore: bigint,
     intrinsic: bigint,
     account: Account,
+    baseFee: bigint,
   ): Promise<TransactionOutcome | undefined> {
     const result = await (await this.#interpreterFor(state)).transact(
       state.manager,
@@ -414,6 +450,8 @@ export class Executor {
         timestamp: block.timestamp,
         gasLimit: block.gasLimit,
         difficulty: block.difficulty,
+        baseFee,
+        blobBaseFee: this.#blobBaseFee(block),
       },
       account.balance - tx.gasLimit * tx.gasPrice,
       this.#readsOf(state),
@@ -430,7 +468,7 @@ export class Executor {
     account.nonce += 1n;
     account.balance = result.balances.get(senderKey)! + (tx.gasLimit - gasUsed) * tx.gasPrice;
     await manager.putAccount(libraryAddress(senderKey), account);
-    const fee = gasUsed * tx.gasPrice;
+    const fee = gasUsed * (tx.gasPrice - baseFee);
     await payMiner(manager, block.coinbase, fee, (a, miner) => manager.putAccount(a, miner));
     return outcome(
       result.success,
@@ -505,6 +543,8 @@ export class Executor {
           timestamp: block.timestamp,
           gasLimit: block.gasLimit,
           difficulty: block.difficulty,
+          baseFee: this.#baseFee(block),
+          blobBaseFee: this.#blobBaseFee(block),
         },
         opts.probe === true,
         this.#readsOf(state),
@@ -529,7 +569,7 @@ export class Executor {
       this.#warm(evm, fromBytes, req.to, block.coinbase);
       const caller = new EJSAddress(fromBytes);
       const result = await evm.runCall({
-        block: evmBlock(block),
+        block: evmBlock(block, this.#baseFee(block), this.#blobBaseFee(block)),
         gasPrice: req.gasPrice ?? 0n,
         caller,
         origin: caller,
@@ -551,6 +591,16 @@ export class Executor {
     } finally {
       this.#release(state, context);
     }
+  }
+
+  /** The block's base fee under Ethereum's fee rules; none (0) under the chain's. */
+  #baseFee(block: BlockContext): bigint {
+    return this.#ethereumFees ? (block.baseFeePerGas ?? 0n) : 0n;
+  }
+
+  /** The block's blob base fee under Ethereum's fee rules; none (0) under the chain's. */
+  #blobBaseFee(block: BlockContext): bigint {
+    return this.#ethereumFees ? (block.blobBaseFee ?? 0n) : 0n;
   }
 
   #warm(evm: EVM, from: Uint8Array, to: Uint8Array | null, coinbase: Uint8Array): void {
@@ -670,7 +720,7 @@ function callRules(evm: EVM): CallRules {
   };
 }
 
-function evmBlock(block: BlockContext) {
+function evmBlock(block: BlockContext, baseFee: bigint, blobBaseFee: bigint) {
   return {
     header: {
       number: block.number,
@@ -680,8 +730,8 @@ function evmBlock(block: BlockContext) {
       // DIFFICULTY (PREVRANDAO since the merge) answers the block's difficulty on this chain.
       prevRandao: padTo32(bigintToBytes(block.difficulty)),
       gasLimit: block.gasLimit,
-      baseFeePerGas: 0n,
-      getBlobGasPrice: () => 0n,
+      baseFeePerGas: baseFee,
+      getBlobGasPrice: () => blobBaseFee,
     },
   };
 }

@@ -29,6 +29,7 @@ export {
   MAX_INITCODE_SIZE,
   type TransactionOutcome,
 } from "./executor.js";
+export { effectiveGasPrice, FeeRules } from "./feeRules.js";
 export {
   type PrestateAccount,
   type PrestateResult,

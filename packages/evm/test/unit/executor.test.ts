@@ -17,7 +17,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type BlockContext,
   ExecutionError,
+  ExecutionErrorCode,
   Executor,
+  effectiveGasPrice,
+  FeeRules,
   intrinsicGas,
   logsBloom,
 } from "../../src/index.js";
@@ -254,6 +257,73 @@ describe("Executor.executeTransaction", () => {
       new ExecutionError("EVM_NONCE_TOO_LOW", message).message,
     );
   });
+});
+
+describe("fee rules", () => {
+  /** Returns BASEFEE and BLOBBASEFEE: 48 5f 52 4a 6020 52 6040 5f f3. */
+  const FEES = new Uint8Array([0x48, 0x5f, 0x52, 0x4a, 0x60, 0x20, 0x52, 0x60, 0x40, 0x5f, 0xf3]);
+  const READER = hexToBytes("0x00000000000000000000000000000000000fee00") as Address;
+  const BASE_FEE = GWEI / 4n;
+  const ETHEREUM_BLOCK: BlockContext = {
+    ...BLOCK,
+    minimumGasPrice: 0n,
+    baseFeePerGas: BASE_FEE,
+    blobBaseFee: 3n,
+  };
+  const modes = [{}, { libraryTransactions: true, libraryCalls: true }] as const;
+
+  it("Ethereum's: the base fee is burnt, the priority fee paid to the miner", async () => {
+    await state.setCode(READER, FEES);
+    await state.commit();
+    const ethereum = new Executor(NETWORKS.regtest, { feeRules: FeeRules.ETHEREUM });
+    const out = await ethereum.executeTransaction(
+      state,
+      tx({ to: bob!.address, value: 5n, gasLimit: 50_000n }),
+      ETHEREUM_BLOCK,
+      0n,
+    );
+    expect(out.fee).toBe(21_000n * (GWEI - BASE_FEE));
+    expect(await state.getBalance(COINBASE)).toBe(21_000n * (GWEI - BASE_FEE));
+    expect(await state.getBalance(alice!.address)).toBe(100n * 10n ** 18n - 5n - 21_000n * GWEI);
+    const low = ethereum.executeTransaction(
+      state,
+      tx({ to: bob!.address, gasPrice: BASE_FEE - 1n }, 1n),
+      ETHEREUM_BLOCK,
+      0n,
+    );
+    await expect(low).rejects.toMatchObject({ code: ExecutionErrorCode.FEE_CAP_TOO_LOW });
+    await expect(low).rejects.toThrow("max fee per gas less than block base fee");
+    expect(effectiveGasPrice(GWEI, GWEI, BASE_FEE)).toBe(GWEI);
+    expect(effectiveGasPrice(GWEI, 1n, BASE_FEE)).toBe(BASE_FEE + 1n);
+  });
+
+  it.each(modes)(
+    "BASEFEE and BLOBBASEFEE answer the block's under Ethereum's rules, 0 under the chain's (%o)",
+    async (mode) => {
+      await state.setCode(READER, FEES);
+      await state.commit();
+      const word = (n: bigint) => n.toString(16).padStart(64, "0");
+      const ethereum = new Executor(NETWORKS.regtest, { ...mode, feeRules: FeeRules.ETHEREUM });
+      const chain = new Executor(NETWORKS.regtest, mode);
+      const called = await ethereum.call(state, { to: READER }, ETHEREUM_BLOCK);
+      expect(bytesToHex(called.returnValue)).toBe(`0x${word(BASE_FEE)}${word(3n)}`);
+      const onChain = await chain.call(state, { to: READER }, ETHEREUM_BLOCK);
+      expect(bytesToHex(onChain.returnValue)).toBe(`0x${word(0n)}${word(0n)}`);
+      const sent = await ethereum.executeTransaction(state, tx({ to: READER }), ETHEREUM_BLOCK, 0n);
+      expect(bytesToHex(sent.returnValue)).toBe(`0x${word(BASE_FEE)}${word(3n)}`);
+      // The chain's executor ignores the block's base fee: the whole fee to the miner.
+      const before = await state.getBalance(COINBASE);
+      const full = await chain.executeTransaction(
+        state,
+        tx({ to: READER }, 1n),
+        ETHEREUM_BLOCK,
+        0n,
+      );
+      expect(bytesToHex(full.returnValue)).toBe(`0x${word(0n)}${word(0n)}`);
+      expect(full.fee).toBe(full.gasUsed * GWEI);
+      expect(await state.getBalance(COINBASE)).toBe(before + full.fee);
+    },
+  );
 });
 
 describe("Executor.call", () => {
