@@ -1,0 +1,3 @@
+import { describeStateTests } from "./stateTests.js";
+
+describeStateTests("libraryTransactions", 2);
