@@ -7,6 +7,8 @@ import { NodexError } from "@nodex/types";
 export const ExecutionErrorCode = {
   NONCE_TOO_LOW: "EVM_NONCE_TOO_LOW",
   NONCE_TOO_HIGH: "EVM_NONCE_TOO_HIGH",
+  /** EIP-2681: the sender's nonce is 2⁶⁴ - 1 and cannot be raised. */
+  NONCE_MAX: "EVM_NONCE_MAX",
   INSUFFICIENT_FUNDS: "EVM_INSUFFICIENT_FUNDS",
   INTRINSIC_GAS: "EVM_INTRINSIC_GAS",
   BLOCK_GAS_LIMIT: "EVM_BLOCK_GAS_LIMIT",

@@ -47,6 +47,9 @@ export const MAX_INITCODE_SIZE = 49_152;
 
 const KZG_POINT_EVALUATION = `0x${"00".repeat(19)}0a` as const;
 
+/** EIP-2681: a nonce is below 2⁶⁴ - 1, so an account at that nonce sends nothing more. */
+const MAX_NONCE = 2n ** 64n - 1n;
+
 const TX_GAS = 21_000n;
 const TX_CREATE_GAS = 32_000n;
 const TX_DATA_ZERO_GAS = 4n;
@@ -303,6 +306,12 @@ export class Executor {
       throw new ExecutionError(
         ExecutionErrorCode.NONCE_TOO_HIGH,
         `nonce too high: address ${from}, tx: ${tx.nonce} state: ${account.nonce}`,
+      );
+    }
+    if (account.nonce >= MAX_NONCE) {
+      throw new ExecutionError(
+        ExecutionErrorCode.NONCE_MAX,
+        `nonce has max value: address ${from}, nonce: ${account.nonce}`,
       );
     }
     const upfront = tx.gasLimit * tx.gasPrice;

@@ -257,6 +257,25 @@ describe("Executor.executeTransaction", () => {
       new ExecutionError("EVM_NONCE_TOO_LOW", message).message,
     );
   });
+
+  // The official state tests' CreateTransactionHighNonce (stCreateTest) ran these.
+  it("refuses a transaction from a sender whose nonce is 2^64 - 1 (EIP-2681)", async () => {
+    const max = 2n ** 64n - 1n;
+    await state.setNonce(alice!.address, max);
+    const root = await state.commit();
+    for (const [to, library] of [
+      [bob!.address, executor],
+      [null, executor],
+      [bob!.address, new Executor(NETWORKS.regtest, { libraryTransactions: true })],
+    ] as const) {
+      const refusal = library.executeTransaction(state, tx({ to }, max), BLOCK, 0n);
+      await expect(refusal).rejects.toThrow(
+        "nonce has max value: address 0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266, nonce: 18446744073709551615",
+      );
+      await expect(refusal).rejects.toMatchObject({ code: ExecutionErrorCode.NONCE_MAX });
+      expect(await state.commit()).toEqual(root);
+    }
+  });
 });
 
 describe("fee rules", () => {
