@@ -9,6 +9,8 @@ export const ExecutionErrorCode = {
   NONCE_TOO_HIGH: "EVM_NONCE_TOO_HIGH",
   /** EIP-2681: the sender's nonce is 2⁶⁴ - 1 and cannot be raised. */
   NONCE_MAX: "EVM_NONCE_MAX",
+  /** EIP-3607: the sender has code. */
+  SENDER_NOT_EOA: "EVM_SENDER_NOT_EOA",
   INSUFFICIENT_FUNDS: "EVM_INSUFFICIENT_FUNDS",
   INTRINSIC_GAS: "EVM_INTRINSIC_GAS",
   BLOCK_GAS_LIMIT: "EVM_BLOCK_GAS_LIMIT",

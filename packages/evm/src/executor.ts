@@ -314,6 +314,13 @@ export class Executor {
         `nonce has max value: address ${from}, nonce: ${account.nonce}`,
       );
     }
+    // EIP-3607: an address with code sends no transaction (its key would have to collide).
+    if (account.isContract()) {
+      throw new ExecutionError(
+        ExecutionErrorCode.SENDER_NOT_EOA,
+        `sender not an eoa: address ${from}, codehash: ${bytesToHex(account.codeHash)}`,
+      );
+    }
     const upfront = tx.gasLimit * tx.gasPrice;
     if (account.balance < upfront + tx.value) {
       throw new ExecutionError(

@@ -276,6 +276,20 @@ describe("Executor.executeTransaction", () => {
       expect(await state.commit()).toEqual(root);
     }
   });
+
+  // The official state tests of stEIP3607 ran these.
+  it("refuses a transaction from a sender with code (EIP-3607)", async () => {
+    await state.setCode(alice!.address, new Uint8Array([0x00]));
+    const root = await state.commit();
+    for (const to of [bob!.address, alice!.address, null]) {
+      const refusal = executor.executeTransaction(state, tx({ to }), BLOCK, 0n);
+      await expect(refusal).rejects.toThrow(
+        "sender not an eoa: address 0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266, codehash: 0xbc36789e7a1e281436464229828f817d6612f7b477d66591ff96a9e064bcc98a",
+      );
+      await expect(refusal).rejects.toMatchObject({ code: ExecutionErrorCode.SENDER_NOT_EOA });
+      expect(await state.commit()).toEqual(root);
+    }
+  });
 });
 
 describe("fee rules", () => {
