@@ -100,14 +100,15 @@ export class TxAdmission {
       if (err instanceof TxPoolError && err.code === TxPoolErrorCode.JOURNAL_WRITE_FAILED)
         this.#reader.chain.reportStorageFailure(err);
       // A transaction in a block is refused by the pool (its nonce is below the sender's), and
-      // is then said to be known, with its block. Looked up only on a refusal: an index read
-      // that admissions otherwise never need.
+      // is then said to be so with its block, in the words geth and Anvil use (`nonce too
+      // low`), which ethers reads as NONCE_EXPIRED; a transaction still waiting stays `already
+      // known`. Looked up only on a refusal: an index read that admissions otherwise never need.
       if (err instanceof TxPoolError) {
         const location = await this.#reader.chain.getTransactionLocation(tx.hash);
         if (location !== undefined) {
           throw new TxPoolError(
-            TxPoolErrorCode.ALREADY_KNOWN,
-            `already known: transaction ${bytesToHex(tx.hash)} is in block ${bytesToHex(location.blockHash)}`,
+            TxPoolErrorCode.NONCE_TOO_LOW,
+            `nonce too low: transaction ${bytesToHex(tx.hash)} is already in block ${bytesToHex(location.blockHash)}`,
             { hash: bytesToHex(tx.hash), blockHash: bytesToHex(location.blockHash) },
           );
         }

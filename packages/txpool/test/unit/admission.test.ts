@@ -6,6 +6,7 @@ import { Executor } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import {
   type Address,
+  bytesToHex,
   DecodeError,
   DecodeErrorCode,
   deriveDevAccounts,
@@ -80,14 +81,16 @@ describe("TxAdmission.admit", () => {
     expect(pool.get(pay(alice, 1n).hash)?.local).toBe(true);
   });
 
-  it("refuses a transaction that is already in the chain with ALREADY_KNOWN", async () => {
+  it("refuses a transaction that is already in the chain with NONCE_TOO_LOW, naming its block", async () => {
     const { chain, pool, admission } = await setup();
     const tx = pay(alice, 0n);
-    await chain.mine([tx], { coinbase: MINER, timestamp: 1_001n });
+    const mined = await chain.mine([tx], { coinbase: MINER, timestamp: 1_001n });
     const err = await caught(admission.admit(tx.raw));
     expect(err).toBeInstanceOf(TxPoolError);
-    expect((err as TxPoolError).code).toBe(TxPoolErrorCode.ALREADY_KNOWN);
-    expect((err as TxPoolError).message).toMatch(/^already known/);
+    expect((err as TxPoolError).code).toBe(TxPoolErrorCode.NONCE_TOO_LOW);
+    expect((err as TxPoolError).message).toBe(
+      `nonce too low: transaction ${bytesToHex(tx.hash)} is already in block ${bytesToHex(mined.hash)}`,
+    );
     expect(pool.status()).toEqual({ pending: 0, queued: 0 });
   });
 
