@@ -56,6 +56,8 @@ export const DEFAULT_STATE_CACHE = 8;
 export interface PendingBlock extends StoredBlock {
   readonly pending: true;
   readonly state: WorldState;
+  /** The receipts of its transactions, as they ran on that state. */
+  readonly receipts: readonly Receipt[];
 }
 
 export function isPending(block: StoredBlock): block is PendingBlock {
@@ -635,6 +637,40 @@ export class ChainReader {
     make: (tx: SignedTransaction, index: number) => T,
   ): Promise<TracedTransaction<T>[]> {
     return replayBlock(this.chain, this.#executor, block, make);
+  }
+
+  /**
+   * Every receipt of `block`, in its order, each as `receipt` gives it; for the pending block,
+   * the receipts of its execution. Throws `CORRUPT` when a stored block's receipts are missing.
+   */
+  async blockReceipts(block: StoredBlock): Promise<IncludedReceipt[]> {
+    const txs = block.block.transactions;
+    if (txs.length === 0) return [];
+    const receipts = isPending(block) ? block.receipts : await this.chain.getReceipts(block.hash);
+    if (receipts === undefined || receipts.length !== txs.length) {
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `the receipts of block ${bytesToHex(block.hash)} are missing`,
+        { blockHash: bytesToHex(block.hash) },
+      );
+    }
+    const out: IncludedReceipt[] = [];
+    let previous = 0n;
+    let firstLogIndex = 0;
+    for (let index = 0; index < txs.length; index++) {
+      const receipt = receipts[index]!;
+      out.push({
+        tx: txs[index]!,
+        block,
+        index,
+        receipt,
+        gasUsed: receipt.cumulativeGasUsed - previous,
+        firstLogIndex,
+      });
+      previous = receipt.cumulativeGasUsed;
+      firstLogIndex += receipt.logs.length;
+    }
+    return out;
   }
 
   async receipt(hash: Uint8Array): Promise<IncludedReceipt | null> {

@@ -256,6 +256,7 @@ export class BlockProducer implements PendingSource {
           totalDifficulty: head.totalDifficulty + cumulativeDifficulty(template.block),
           pending: true,
           state: template.state,
+          receipts: template.receipts,
         }),
       );
       block.catch(() => {

@@ -24,6 +24,7 @@ import {
   ChainErrorCode,
   ChainReader,
   DEV_ACCOUNT_BALANCE,
+  type IncludedReceipt,
   type PendingBlock,
   type PendingSource,
 } from "../../src/index.js";
@@ -364,6 +365,21 @@ describe("ChainReader.transaction and receipt", () => {
     expect(pay?.firstLogIndex).toBe(0);
   });
 
+  it("give every receipt of a block as receipt gives each, and none for an empty block", async () => {
+    const chain = await openChain();
+    const { calls, block2 } = await sevenBlocks(chain);
+    const reader = readerOf(chain);
+    const all = await reader.blockReceipts(block2);
+    expect(all.map((r) => bytesToHex(r.tx.hash))).toEqual(
+      block2.block.transactions.map((tx) => bytesToHex(tx.hash)),
+    );
+    const plain = (r: IncludedReceipt | null) =>
+      r === null ? r : { ...r, tx: bytesToHex(r.tx.hash), block: bytesToHex(r.block.hash) };
+    expect(plain(all[1]!)).toEqual(plain(await reader.receipt(calls[1]!.hash)));
+    expect(plain(all[0]!)).toEqual(plain(await reader.receipt(calls[0]!.hash)));
+    expect(await reader.blockReceipts((await chain.getBlockByNumber(0n))!)).toEqual([]);
+  });
+
   it("answer null for an unknown hash", async () => {
     const chain = await openChain();
     await sevenBlocks(chain);
@@ -380,7 +396,7 @@ describe("ChainReader with a pending source", () => {
     await sevenBlocks(chain);
     const reader = readerOf(chain);
     const state = await chain.stateAt(chain.head.block.header);
-    const pendingBlock: PendingBlock = { ...chain.head, pending: true, state };
+    const pendingBlock: PendingBlock = { ...chain.head, pending: true, state, receipts: [] };
     const waiting = sign(alice, { nonce: 7n, to: carol!.address, gasLimit: 21_000n });
     const source: PendingSource = {
       hasPending: () => hasPending,
