@@ -65,6 +65,7 @@ export function createCore(
   // Transactions users submitted survive a restart: the pool journals them here.
   const pool = new TxPool({
     chainId: network.chainId,
+    typedTransactionsFrom: network.typedTransactionsFrom,
     journalPath: join(config.datadir, "txpool.journal"),
   });
   const admission = new TxAdmission(reader, pool, logger.child({ module: "txpool" }));

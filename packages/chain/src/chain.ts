@@ -24,6 +24,7 @@ import {
   type NetworkPreset,
   type Receipt,
   type SignedTransaction,
+  typedTransactionsActive,
 } from "@nodex/types";
 import { AncestryMemo, hashForMergedMining, hashForMergedMiningOrEmpty } from "./ancestry.js";
 import {
@@ -443,6 +444,13 @@ export class Chain {
       ),
     );
     if (unclesWhy !== undefined) return invalid(unclesWhy);
+    if (!typedTransactionsActive(this.network, header.number)) {
+      const typed = block.transactions.findIndex((tx) => tx.type !== 0);
+      if (typed >= 0)
+        return invalid(
+          `transaction ${typed} is of type ${block.transactions[typed]!.type}: typed transactions are not active at this height`,
+        );
+    }
     const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));
     if (!equalBytes(txRoot, header.transactionsRoot))
       return invalid("transactions root does not match the transactions");

@@ -15,6 +15,7 @@ import {
   type NetworkPreset,
   type Receipt,
   type SignedTransaction,
+  type TransactionType,
 } from "@nodex/types";
 import { logsBloom } from "./bloom.js";
 import {
@@ -129,10 +130,17 @@ export interface CallOutcome {
   readonly revertReason: string | undefined;
 }
 
-/** Gas a transaction pays before any code runs (Cancun rules). */
+/** RSKIP546: a typed transaction pays this much gas per byte of the RLP of its access list. */
+const TX_ACCESS_LIST_BYTE_GAS = 80n;
+
+/**
+ * Gas a transaction pays before any code runs (Cancun rules), and for a typed transaction 80
+ * gas per byte of its access list's RLP (RSKIP546: the list warms nothing).
+ */
 export function intrinsicGas(tx: {
   readonly to: Uint8Array | null;
   readonly data: Uint8Array;
+  readonly accessListBytes?: number;
 }): bigint {
   // Counted as numbers: a bigint sum makes a bigint for every byte of the data.
   let zeros = 0;
@@ -143,6 +151,7 @@ export function intrinsicGas(tx: {
   if (tx.to === null) {
     gas += TX_CREATE_GAS + INITCODE_WORD_GAS * BigInt(Math.ceil(tx.data.length / 32));
   }
+  if (tx.accessListBytes) gas += TX_ACCESS_LIST_BYTE_GAS * BigInt(tx.accessListBytes);
   return gas;
 }
 
@@ -426,6 +435,7 @@ export class Executor {
         reader,
       );
     return outcome(
+      tx.type,
       !failed,
       gasUsed,
       cumulativeGasUsed,
@@ -487,6 +497,7 @@ export class Executor {
     const fee = gasUsed * (tx.gasPrice - baseFee);
     await payMiner(manager, block.coinbase, fee, (a, miner) => manager.putAccount(a, miner));
     return outcome(
+      tx.type,
       result.success,
       gasUsed,
       gasUsedBefore + gasUsed,
@@ -660,6 +671,7 @@ async function payMiner(
 
 /** A transaction's outcome and its receipt, written out field by field (one hidden class). */
 function outcome(
+  type: TransactionType,
   success: boolean,
   gasUsed: bigint,
   cumulativeGasUsed: bigint,
@@ -679,7 +691,10 @@ function outcome(
     contractAddress,
     returnValue,
     error,
-    receipt: { status, cumulativeGasUsed, logsBloom: logsBloom(logs), logs },
+    receipt:
+      type === 0
+        ? { status, cumulativeGasUsed, logsBloom: logsBloom(logs), logs }
+        : { status, cumulativeGasUsed, logsBloom: logsBloom(logs), logs, type },
   };
 }
 

@@ -1,4 +1,4 @@
-import { NodexError } from "@nodex/types";
+import { NodexError, TransactionError, TransactionErrorCode } from "@nodex/types";
 
 /**
  * Why the pool refused a transaction, one code per rule. Every message starts with the reference
@@ -59,5 +59,20 @@ export function chainIdMismatch(txChainId: number, chainId: number): TxPoolError
     TxPoolErrorCode.CHAIN_ID_MISMATCH,
     `invalid chain id: transaction signed for chain ${txChainId}, this network is ${chainId}`,
     { txChainId, chainId },
+  );
+}
+
+/**
+ * A typed transaction on a network (or at a height) where RSKIP546 is not active: refused as the
+ * decoder refuses a type it does not know (`TransactionError`, answered -32602), naming the
+ * block it is active from, if any.
+ */
+export function typedNotActive(type: number, from: bigint | null): TransactionError {
+  return new TransactionError(
+    TransactionErrorCode.TYPE_UNSUPPORTED,
+    from === null
+      ? `typed transactions (EIP-2718 type ${type}) are not active on this network: send a legacy transaction`
+      : `typed transactions (EIP-2718 type ${type}) are active from block ${from}: send a legacy transaction`,
+    { type, from: from === null ? null : from.toString() },
   );
 }

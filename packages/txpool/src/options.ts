@@ -3,6 +3,11 @@ import { TxPoolError, TxPoolErrorCode } from "./errors.js";
 export interface TxPoolOptions {
   /** The node's chain id; a transaction signed for another chain is refused. */
   readonly chainId: number;
+  /**
+   * The first block that may carry typed transactions (the network preset's
+   * `typedTransactionsFrom`); before it, or always when `null` (the default), they are refused.
+   */
+  readonly typedTransactionsFrom?: bigint | null;
   /** Most pending transactions per sender (default 64, geth's `AccountSlots` is 16). */
   readonly accountSlots?: number;
   /** Most pending transactions in the pool (default 5120, as geth's `GlobalSlots`). */
@@ -44,6 +49,7 @@ export const defaultTxPoolOptions = {
 
 export interface ResolvedTxPoolOptions {
   readonly chainId: number;
+  readonly typedTransactionsFrom: bigint | null;
   readonly accountSlots: number;
   readonly globalSlots: number;
   readonly accountQueue: number;
@@ -57,6 +63,7 @@ export interface ResolvedTxPoolOptions {
 export function resolveTxPoolOptions(opts: TxPoolOptions): ResolvedTxPoolOptions {
   const resolved: ResolvedTxPoolOptions = {
     chainId: opts.chainId,
+    typedTransactionsFrom: opts.typedTransactionsFrom ?? null,
     accountSlots: opts.accountSlots ?? defaultTxPoolOptions.accountSlots,
     globalSlots: opts.globalSlots ?? defaultTxPoolOptions.globalSlots,
     accountQueue: opts.accountQueue ?? defaultTxPoolOptions.accountQueue,

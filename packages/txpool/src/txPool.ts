@@ -1,6 +1,6 @@
 import { intrinsicGas } from "@nodex/evm";
 import { type Address, bytesToHex, decodeTransaction, type SignedTransaction } from "@nodex/types";
-import { chainIdMismatch, TxPoolError, TxPoolErrorCode } from "./errors.js";
+import { chainIdMismatch, TxPoolError, TxPoolErrorCode, typedNotActive } from "./errors.js";
 import { Heap } from "./heap.js";
 import {
   appendJournal,
@@ -381,6 +381,11 @@ export class TxPool {
   #checkStatic(tx: SignedTransaction, head: PoolHead): void {
     if (tx.chainId !== undefined && tx.chainId !== this.#opts.chainId)
       throw chainIdMismatch(tx.chainId, this.#opts.chainId);
+    if (tx.type !== 0) {
+      const from = this.#opts.typedTransactionsFrom;
+      // The next block is the first this transaction could go in.
+      if (from === null || head.number + 1n < from) throw typedNotActive(tx.type, from);
+    }
     if (tx.gasPrice < head.minimumGasPrice) {
       throw new TxPoolError(
         TxPoolErrorCode.GAS_PRICE_TOO_LOW,

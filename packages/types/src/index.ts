@@ -47,6 +47,7 @@ export {
   NETWORK_NAMES,
   NETWORKS,
   networkByChainId,
+  typedTransactionsActive,
 } from "./networks.js";
 export { encodeQuantity, parseQuantity } from "./quantity.js";
 export type { Block } from "./rlp/block.js";
@@ -88,18 +89,25 @@ export {
   encodeReceipt,
   encodeReceiptList,
 } from "./rlp/receipt.js";
-export type { SignedTransaction, UnsignedTransaction } from "./rlp/transaction.js";
+export type {
+  AccessListEntry,
+  SignedTransaction,
+  UnsignedTransaction,
+} from "./rlp/transaction.js";
 export {
   clearSenderCache,
   contractAddress,
   decodeSenders,
   decodeTransaction,
+  dynamicFeeGasPrice,
   encodeSenders,
   signingHash,
   signTransaction,
   TransactionError,
   TransactionErrorCode,
+  TransactionType,
   transactionFromItem,
+  transactionListItem,
 } from "./rlp/transaction.js";
 export type { SignatureRecoveryInfo, SignatureRecoveryPreference } from "./signatureRecovery.js";
 export {

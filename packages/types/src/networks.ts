@@ -66,6 +66,17 @@ export interface NetworkPreset {
   readonly bootnodes: readonly string[];
   /** Whether the node joins the peer-to-peer network unless told otherwise (not on regtest). */
   readonly p2pByDefault: boolean;
+  /**
+   * The first block whose transactions may be typed (RSKIP546's type 1 and type 2 envelopes,
+   * RSKIP543), or `null` where they are not active: from genesis on the development networks,
+   * off on mainnet and testnet until the reference chain activates them.
+   */
+  readonly typedTransactionsFrom: bigint | null;
+}
+
+/** Whether a block numbered `blockNumber` of `network` may carry typed transactions. */
+export function typedTransactionsActive(network: NetworkPreset, blockNumber: bigint): boolean {
+  return network.typedTransactionsFrom !== null && blockNumber >= network.typedTransactionsFrom;
 }
 
 /**
@@ -100,6 +111,7 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     finalizedDepth: 4000n,
     bootnodes: Object.freeze([]),
     p2pByDefault: true,
+    typedTransactionsFrom: null,
   }),
   testnet: preset({
     name: "testnet",
@@ -113,6 +125,7 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     finalizedDepth: 50n,
     bootnodes: Object.freeze([]),
     p2pByDefault: true,
+    typedTransactionsFrom: null,
   }),
   devnet: preset({
     name: "devnet",
@@ -128,6 +141,7 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     finalizedDepth: 10n,
     bootnodes: Object.freeze([]),
     p2pByDefault: true,
+    typedTransactionsFrom: 0n,
   }),
   regtest: preset({
     name: "regtest",
@@ -142,6 +156,7 @@ export const NETWORKS: Readonly<Record<NetworkName, NetworkPreset>> = Object.fre
     finalizedDepth: 0n,
     bootnodes: Object.freeze([]),
     p2pByDefault: false,
+    typedTransactionsFrom: 0n,
   }),
 });
 

@@ -2,7 +2,7 @@ import type { Address } from "../data.js";
 import { keccak256 } from "../keccak.js";
 import { DecodeError, expectList, rlpDecode, rlpListOfEncoded } from "./codec.js";
 import { type BlockHeader, encodeHeader, headerFromItem } from "./header.js";
-import { type SignedTransaction, transactionFromItem } from "./transaction.js";
+import { type SignedTransaction, transactionFromItem, transactionListItem } from "./transaction.js";
 
 /** A block as stored and sent to peers: `[header, [transactions], [uncle headers]]`. */
 export interface Block {
@@ -14,7 +14,7 @@ export interface Block {
 export function encodeBlock(block: Block): Uint8Array {
   return rlpListOfEncoded([
     encodeHeader(block.header),
-    rlpListOfEncoded(block.transactions.map((tx) => tx.raw)),
+    rlpListOfEncoded(block.transactions.map(transactionListItem)),
     rlpListOfEncoded(block.uncles.map(encodeHeader)),
   ]);
 }
@@ -36,7 +36,7 @@ export function unclesHash(uncles: readonly BlockHeader[]): Uint8Array {
 /** A block body as stored: `[[transactions], [uncle headers]]`. */
 export function encodeBody(block: Pick<Block, "transactions" | "uncles">): Uint8Array {
   return rlpListOfEncoded([
-    rlpListOfEncoded(block.transactions.map((tx) => tx.raw)),
+    rlpListOfEncoded(block.transactions.map(transactionListItem)),
     rlpListOfEncoded(block.uncles.map(encodeHeader)),
   ]);
 }

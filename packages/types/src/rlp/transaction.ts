@@ -29,34 +29,78 @@ export class TransactionError extends NodexError<TransactionErrorCode> {
   }
 }
 
-/** What a sender fills in: a legacy transaction before signing. */
+/**
+ * The transaction formats: legacy, and the EIP-2718 envelopes of RSKIP546 (with RSKIP543's
+ * envelope), type 1 with EIP-2930's fields and type 2 with EIP-1559's. Both typed ones run as a
+ * legacy transaction does: no base fee, nothing burnt, the access list not warming anything.
+ */
+export const TransactionType = { LEGACY: 0, ACCESS_LIST: 1, DYNAMIC_FEE: 2 } as const;
+export type TransactionType = (typeof TransactionType)[keyof typeof TransactionType];
+
+/** An access list's entry: an account and slots of its storage. */
+export interface AccessListEntry {
+  readonly address: Address;
+  readonly storageKeys: readonly Hash32[];
+}
+
+/** What a sender fills in: a transaction before signing (legacy unless `type` says otherwise). */
 export interface UnsignedTransaction {
   readonly nonce: bigint;
+  /**
+   * The price of a unit of gas. For type 2 it is RSKIP546's effective gas price,
+   * `min(maxPriorityFeePerGas, maxFeePerGas)` (what `GASPRICE` answers): `signTransaction`
+   * and the decoder set it so, whatever a type 2 transaction given to them says here.
+   */
   readonly gasPrice: bigint;
   readonly gasLimit: bigint;
   /** `null` creates a contract. */
   readonly to: Address | null;
   readonly value: bigint;
   readonly data: Uint8Array;
+  /** 0 (legacy) when absent. */
+  readonly type?: TransactionType;
+  /** Types 1 and 2 (empty when absent). */
+  readonly accessList?: readonly AccessListEntry[];
+  /** Type 2. */
+  readonly maxPriorityFeePerGas?: bigint | undefined;
+  /** Type 2. */
+  readonly maxFeePerGas?: bigint | undefined;
 }
 
-/** A signed legacy transaction, with what its signature tells. */
+/** A signed transaction, with what its signature tells. */
 export interface SignedTransaction extends UnsignedTransaction {
+  readonly type: TransactionType;
+  readonly accessList: readonly AccessListEntry[];
+  readonly maxPriorityFeePerGas: bigint | undefined;
+  readonly maxFeePerGas: bigint | undefined;
+  /**
+   * The length of the RLP of the access list as signed (an empty list is 1 byte: `0xc0`); 0
+   * for a legacy transaction. RSKIP546 charges 80 gas a byte of it.
+   */
+  readonly accessListBytes: number;
+  /** Legacy: 27/28 or the EIP-155 value; typed: the signature's y parity (0 or 1). */
   readonly v: bigint;
   readonly r: bigint;
   readonly s: bigint;
-  /** EIP-155 chain id, or `undefined` for an unprotected signature (v = 27 or 28). */
+  /**
+   * The chain id the signature commits to: EIP-155's for a legacy transaction (`undefined`
+   * for an unprotected one, v = 27 or 28), the first field of a typed one.
+   */
   readonly chainId: number | undefined;
   readonly from: Address;
   readonly hash: Hash32;
-  /** The signed RLP, as sent and as hashed. */
+  /**
+   * As sent and as hashed: the legacy RLP, or a typed transaction's envelope (its type byte,
+   * then the RLP of its fields). In a block's list of transactions an envelope is an RLP byte
+   * string (`transactionListItem`).
+   */
   readonly raw: Uint8Array;
 }
 
 const HALF_N = secp256k1.Point.CURVE().n >> 1n;
 const N = secp256k1.Point.CURVE().n;
 
-function unsignedItems(tx: UnsignedTransaction): RLPItem[] {
+function legacyItems(tx: UnsignedTransaction): RLPItem[] {
   return [
     bigintToBytes(tx.nonce),
     bigintToBytes(tx.gasPrice),
@@ -67,38 +111,132 @@ function unsignedItems(tx: UnsignedTransaction): RLPItem[] {
   ];
 }
 
-/** The hash a sender signs: EIP-155 form with a chain id, the original six-field form without. */
+function accessListItem(list: readonly AccessListEntry[]): RLPItem {
+  return list.map((entry) => [entry.address, [...entry.storageKeys]]);
+}
+
+/** A type 2 transaction's gas price under RSKIP546: the lower of its two fees. */
+export function dynamicFeeGasPrice(maxPriorityFeePerGas: bigint, maxFeePerGas: bigint): bigint {
+  return maxPriorityFeePerGas < maxFeePerGas ? maxPriorityFeePerGas : maxFeePerGas;
+}
+
+/** The fields a typed transaction signs, in its type's order (its RLP list without v, r, s). */
+function typedItems(tx: UnsignedTransaction, type: 1 | 2, chainId: number): RLPItem[] {
+  const common = [bigintToBytes(tx.gasLimit), tx.to ?? new Uint8Array(), bigintToBytes(tx.value)];
+  const fees =
+    type === 1
+      ? [bigintToBytes(tx.gasPrice)]
+      : [
+          bigintToBytes(requireFee(tx.maxPriorityFeePerGas, "maxPriorityFeePerGas")),
+          bigintToBytes(requireFee(tx.maxFeePerGas, "maxFeePerGas")),
+        ];
+  return [
+    bigintToBytes(BigInt(chainId)),
+    bigintToBytes(tx.nonce),
+    ...fees,
+    ...common,
+    tx.data,
+    accessListItem(tx.accessList ?? []),
+  ];
+}
+
+function requireFee(fee: bigint | undefined, name: string): bigint {
+  if (fee === undefined) throw new TypeError(`a type 2 transaction needs ${name}`);
+  return fee;
+}
+
+function withType(type: number, payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(payload.length + 1);
+  out[0] = type;
+  out.set(payload, 1);
+  return out;
+}
+
+/**
+ * The hash a sender signs. Legacy: EIP-155's form with a chain id, the original six fields
+ * without. Typed: keccak256 of the type byte and the RLP of its fields (`chainId` required).
+ */
 export function signingHash(tx: UnsignedTransaction, chainId: number | undefined): Uint8Array {
-  const items = unsignedItems(tx);
+  const type = tx.type ?? 0;
+  if (type !== 0) {
+    if (chainId === undefined) throw new TypeError("a typed transaction signs a chain id");
+    return keccak256(withType(type, rlpEncode(typedItems(tx, type, chainId))));
+  }
+  const items = legacyItems(tx);
   if (chainId !== undefined)
     items.push(bigintToBytes(BigInt(chainId)), new Uint8Array(), new Uint8Array());
   return keccak256(rlpEncode(items));
 }
 
-/** Signs with EIP-155 replay protection for `chainId`. */
+/**
+ * Signs for `chainId`: a legacy transaction with EIP-155 replay protection, a typed one in its
+ * envelope. A type 2 transaction's `gasPrice` becomes `min(maxPriorityFeePerGas, maxFeePerGas)`.
+ */
 export function signTransaction(
   tx: UnsignedTransaction,
   privateKey: Uint8Array,
   chainId: number,
 ): SignedTransaction {
+  const type = tx.type ?? 0;
+  const unsigned: UnsignedTransaction =
+    type === 2
+      ? {
+          ...tx,
+          gasPrice: dynamicFeeGasPrice(
+            requireFee(tx.maxPriorityFeePerGas, "maxPriorityFeePerGas"),
+            requireFee(tx.maxFeePerGas, "maxFeePerGas"),
+          ),
+        }
+      : tx;
   const sig = secp256k1.Signature.fromBytes(
-    secp256k1.sign(signingHash(tx, chainId), privateKey, { prehash: false, format: "recovered" }),
+    secp256k1.sign(signingHash(unsigned, chainId), privateKey, {
+      prehash: false,
+      format: "recovered",
+    }),
     "recovered",
   );
+  const from = privateKeyToAddress(privateKey);
+  if (type !== 0) {
+    const items = typedItems(unsigned, type, chainId);
+    const listBytes = rlpEncode(items[items.length - 1]!).length;
+    const raw = withType(
+      type,
+      rlpEncode([
+        ...items,
+        bigintToBytes(BigInt(sig.recovery!)),
+        bigintToBytes(sig.r),
+        bigintToBytes(sig.s),
+      ]),
+    );
+    return signedTransaction(
+      unsigned,
+      type,
+      listBytes,
+      BigInt(sig.recovery!),
+      sig.r,
+      sig.s,
+      chainId,
+      from,
+      keccak256(raw) as Hash32,
+      raw,
+    );
+  }
   const v = BigInt(chainId) * 2n + 35n + BigInt(sig.recovery!);
   const raw = rlpEncode([
-    ...unsignedItems(tx),
+    ...legacyItems(unsigned),
     bigintToBytes(v),
     bigintToBytes(sig.r),
     bigintToBytes(sig.s),
   ]);
   return signedTransaction(
-    tx,
+    unsigned,
+    0,
+    0,
     v,
     sig.r,
     sig.s,
     chainId,
-    privateKeyToAddress(privateKey),
+    from,
     keccak256(raw) as Hash32,
     raw,
   );
@@ -111,6 +249,8 @@ export function signTransaction(
  */
 function signedTransaction(
   tx: UnsignedTransaction,
+  type: TransactionType,
+  accessListBytes: number,
   v: bigint,
   r: bigint,
   s: bigint,
@@ -126,6 +266,11 @@ function signedTransaction(
     to: tx.to,
     value: tx.value,
     data: tx.data,
+    type,
+    accessList: type === 0 ? NO_ACCESS_LIST : (tx.accessList ?? NO_ACCESS_LIST),
+    maxPriorityFeePerGas: type === 2 ? tx.maxPriorityFeePerGas : undefined,
+    maxFeePerGas: type === 2 ? tx.maxFeePerGas : undefined,
+    accessListBytes,
     v,
     r,
     s,
@@ -136,9 +281,18 @@ function signedTransaction(
   };
 }
 
+const NO_ACCESS_LIST: readonly AccessListEntry[] = Object.freeze([]);
+
+/** A transaction as an item of a block's list: the legacy RLP, or a typed envelope as a byte string. */
+export function transactionListItem(tx: SignedTransaction): Uint8Array {
+  return tx.type === 0 ? tx.raw : rlpEncode(tx.raw);
+}
+
 /**
  * Decodes a signed transaction as received from a client or a peer: legacy RLP of nine items,
- * canonical integers, a valid low-s signature. Typed (EIP-2718) envelopes are refused.
+ * or a type 1 or type 2 envelope (RSKIP546); canonical integers, a valid low-s signature.
+ * Whether a network takes typed transactions at a given height is for the caller to check
+ * (`typedTransactionsActive`). Other types are refused (`TYPE_UNSUPPORTED`).
  *
  * With `sender` (a transaction read back from the node's own store, whose sender was recovered
  * when it was imported), the signature's fields are still checked but no public key is
@@ -146,38 +300,39 @@ function signedTransaction(
  */
 export function decodeTransaction(raw: Uint8Array, sender?: Address): SignedTransaction {
   if (raw.length === 0) throw new DecodeError("invalid transaction: empty");
-  const first = raw[0]!;
-  if (first <= 0x7f) {
-    throw new TransactionError(
-      TransactionErrorCode.TYPE_UNSUPPORTED,
-      `typed transactions (EIP-2718 type ${first}) are not supported: send a legacy transaction`,
-      { type: first },
-    );
-  }
-  return transactionFromItem(rlpDecode(raw, "transaction"), raw, sender);
+  if (raw[0]! <= 0x7f) return typedTransaction(raw, sender);
+  return legacyTransaction(rlpDecode(raw, "transaction"), raw, sender);
 }
 
 /**
- * A transaction from its decoded RLP item; `raw` is its encoding (encoded again when absent).
- * With `sender`, no signature recovery: see `decodeTransaction`.
+ * A transaction from its item in a block's list: a legacy transaction's RLP list, or a typed
+ * envelope as a byte string. `raw` is a legacy transaction's encoding (encoded again when
+ * absent). With `sender`, no signature recovery: see `decodeTransaction`.
  */
 export function transactionFromItem(
   item: RLPItem,
-  raw: Uint8Array = rlpEncode(item),
+  raw?: Uint8Array,
+  sender?: Address,
+): SignedTransaction {
+  if (item instanceof Uint8Array) {
+    if (item.length === 0 || item[0]! > 0x7f)
+      throw new DecodeError("invalid transaction: a byte string that is not a typed envelope");
+    return typedTransaction(item, sender);
+  }
+  return legacyTransaction(item, raw ?? rlpEncode(item), sender);
+}
+
+function legacyTransaction(
+  item: RLPItem,
+  encoded: Uint8Array,
   sender?: Address,
 ): SignedTransaction {
   const f = expectList(item, "transaction", 9);
-  const toBytes = expectBytes(f[3], "transaction to");
-  if (toBytes.length !== 0 && toBytes.length !== 20) {
-    throw new DecodeError(
-      `invalid transaction to: expected 20 bytes or none, got ${toBytes.length}`,
-    );
-  }
   const tx: UnsignedTransaction = {
     nonce: bytesToBigint(f[0]!, "transaction nonce", 8),
     gasPrice: bytesToBigint(f[1]!, "transaction gasPrice"),
     gasLimit: bytesToBigint(f[2]!, "transaction gasLimit", 8),
-    to: toBytes.length === 0 ? null : (toBytes as Address),
+    to: recipient(f[3]!),
     value: bytesToBigint(f[4]!, "transaction value"),
     data: expectBytes(f[5], "transaction data"),
   };
@@ -197,36 +352,125 @@ export function transactionFromItem(
   } else {
     throw invalidSignature(`v ${v} is neither 27, 28 nor an EIP-155 value`);
   }
+  checkSignature(r, s);
+  const hash = keccak256(encoded) as Hash32;
+  const signed = () => {
+    // The first six items as sent are the fields the signer hashed.
+    const items = f.slice(0, 6);
+    if (chainId !== undefined)
+      items.push(bigintToBytes(BigInt(chainId)), new Uint8Array(), new Uint8Array());
+    return keccak256(rlpEncode(items));
+  };
+  const from =
+    sender ?? recoverSender(hash, signed, f[7] as Uint8Array, f[8] as Uint8Array, recovery);
+  return signedTransaction(tx, 0, 0, v, r, s, chainId, checkSender(from), hash, encoded);
+}
+
+/** A type 1 or type 2 envelope: the type byte, then the RLP list of the type's fields. */
+function typedTransaction(raw: Uint8Array, sender?: Address): SignedTransaction {
+  const type = raw[0]!;
+  if (type !== 1 && type !== 2) {
+    throw new TransactionError(
+      TransactionErrorCode.TYPE_UNSUPPORTED,
+      `transaction type ${type} is not supported: send a legacy, type 1 or type 2 transaction`,
+      { type },
+    );
+  }
+  const what = `type ${type} transaction`;
+  const f = expectList(rlpDecode(raw.subarray(1), what), what, type === 1 ? 11 : 12);
+  const id = bytesToBigint(f[0]!, `${what} chainId`, 8);
+  if (id > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidSignature(`chain id ${id} is too large`);
+  // After the fees, both types have the same fields in the same order.
+  const at = type === 1 ? 3 : 4;
+  const maxPriorityFeePerGas =
+    type === 2 ? bytesToBigint(f[2]!, `${what} maxPriorityFeePerGas`) : undefined;
+  const maxFeePerGas = type === 2 ? bytesToBigint(f[3]!, `${what} maxFeePerGas`) : undefined;
+  const accessListField = f[at + 4]!;
+  const tx: UnsignedTransaction = {
+    nonce: bytesToBigint(f[1]!, `${what} nonce`, 8),
+    gasPrice:
+      type === 1
+        ? bytesToBigint(f[2]!, `${what} gasPrice`)
+        : dynamicFeeGasPrice(maxPriorityFeePerGas!, maxFeePerGas!),
+    gasLimit: bytesToBigint(f[at]!, `${what} gasLimit`, 8),
+    to: recipient(f[at + 1]!),
+    value: bytesToBigint(f[at + 2]!, `${what} value`),
+    data: expectBytes(f[at + 3], `${what} data`),
+    type,
+    accessList: decodeAccessList(accessListField, what),
+    maxPriorityFeePerGas,
+    maxFeePerGas,
+  };
+  const v = bytesToBigint(f[at + 5]!, `${what} yParity`);
+  if (v > 1n) throw invalidSignature(`y parity ${v} is neither 0 nor 1`);
+  const r = bytesToBigint(f[at + 6]!, `${what} r`);
+  const s = bytesToBigint(f[at + 7]!, `${what} s`);
+  checkSignature(r, s);
+  const hash = keccak256(raw) as Hash32;
+  const signed = () => keccak256(withType(type, rlpEncode(f.slice(0, at + 5))));
+  const from =
+    sender ??
+    recoverSender(hash, signed, f[at + 6] as Uint8Array, f[at + 7] as Uint8Array, Number(v));
+  const listBytes = rlpEncode(accessListField).length;
+  return signedTransaction(tx, type, listBytes, v, r, s, Number(id), checkSender(from), hash, raw);
+}
+
+function recipient(item: RLPItem): Address | null {
+  const to = expectBytes(item, "transaction to");
+  if (to.length !== 0 && to.length !== 20)
+    throw new DecodeError(`invalid transaction to: expected 20 bytes or none, got ${to.length}`);
+  return to.length === 0 ? null : (to as Address);
+}
+
+function decodeAccessList(item: RLPItem, what: string): AccessListEntry[] {
+  return expectList(item, `${what} accessList`).map((entry, i) => {
+    const [address, keys] = expectList(entry, `${what} accessList entry ${i}`, 2);
+    return {
+      address: expectBytes(address, `${what} accessList entry ${i} address`, 20) as Address,
+      storageKeys: expectList(keys!, `${what} accessList entry ${i} storageKeys`).map(
+        (key, j) =>
+          expectBytes(key, `${what} accessList entry ${i} storage key ${j}`, 32) as Hash32,
+      ),
+    };
+  });
+}
+
+function checkSignature(r: bigint, s: bigint): void {
   if (r === 0n || r >= N) throw invalidSignature("r is out of range");
   if (s === 0n || s >= N) throw invalidSignature("s is out of range");
   if (s > HALF_N) throw invalidSignature("s is in the upper half of the curve order (EIP-2)");
-  if (sender !== undefined) {
-    if (sender.length !== 20) {
-      throw new DecodeError(`invalid transaction sender: expected 20 bytes, got ${sender.length}`);
-    }
-    return signedTransaction(tx, v, r, s, chainId, sender, keccak256(raw) as Hash32, raw);
-  }
-  const hash = keccak256(raw) as Hash32;
+}
+
+function checkSender(sender: Address): Address {
+  if (sender.length !== 20)
+    throw new DecodeError(`invalid transaction sender: expected 20 bytes, got ${sender.length}`);
+  return sender;
+}
+
+/**
+ * The sender of the transaction `hash`: from the cache of recovered senders, or recovered from
+ * the hash the signer signed (`signed`, computed only then) and r, s as sent (canonical, so
+ * left-padded they are the signature).
+ */
+function recoverSender(
+  hash: Hash32,
+  signed: () => Uint8Array,
+  rBytes: Uint8Array,
+  sBytes: Uint8Array,
+  recovery: number,
+): Address {
   const key = bytesToHex(hash);
   const known = senders.get(key);
-  if (known !== undefined)
-    return signedTransaction(tx, v, r, s, chainId, known.slice() as Address, hash, raw);
-  // r and s as sent are canonical (no leading zeros, checked above): left-padded, they are the
-  // signature; the first six items as sent are the fields the signer hashed.
-  const rBytes = f[7] as Uint8Array;
-  const sBytes = f[8] as Uint8Array;
+  if (known !== undefined) return known.slice() as Address;
   const signature = new Uint8Array(64);
   signature.set(rBytes, 32 - rBytes.length);
   signature.set(sBytes, 64 - sBytes.length);
-  const signed = f.slice(0, 6);
-  if (chainId !== undefined)
-    signed.push(bigintToBytes(BigInt(chainId)), new Uint8Array(), new Uint8Array());
-  const publicKey = recoverPublicKey(keccak256(rlpEncode(signed)), signature, recovery);
+  const publicKey = recoverPublicKey(signed(), signature, recovery);
   if (publicKey === undefined) throw invalidSignature("no public key recovers from it");
   const from = keccak256(publicKey).slice(12) as Address;
   senders.set(key, from.slice() as Address);
   if (senders.size > SENDER_CACHE_SIZE) senders.delete(senders.keys().next().value!);
-  return signedTransaction(tx, v, r, s, chainId, from, hash, raw);
+  return from;
 }
 
 /**

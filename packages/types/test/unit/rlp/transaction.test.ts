@@ -128,10 +128,12 @@ describe("legacy transactions", () => {
   });
 
   it.each([
-    [0x01, "typed transactions (EIP-2718 type 1) are not supported: send a legacy transaction"],
-    [0x02, "typed transactions (EIP-2718 type 2) are not supported: send a legacy transaction"],
+    [0x03, "transaction type 3 is not supported: send a legacy, type 1 or type 2 transaction"],
+    [0x00, "transaction type 0 is not supported: send a legacy, type 1 or type 2 transaction"],
+    [0x7f, "transaction type 127 is not supported: send a legacy, type 1 or type 2 transaction"],
   ])("refuse a typed envelope of type %i", (type, message) => {
     const raw = new Uint8Array([type, ...hexToBytes(EIP155_RAW)]);
+    expect(() => decodeTransaction(raw)).toThrow(TransactionError);
     expect(() => decodeTransaction(raw)).toThrow(message);
   });
 
