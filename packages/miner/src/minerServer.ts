@@ -313,7 +313,14 @@ export class MinerServer {
     }
     const start = await this.#chain.getCanonicalHash(oldest.number - 1n);
     const before = start === undefined ? undefined : await this.#chain.getHeaderByHash(start);
-    const seconds = head.timestamp - (before ?? oldest).timestamp;
+    // A genesis with timestamp 0 (every preset's) says nothing of when mining started: the span
+    // then runs from the oldest mined block, whose own work went before that time.
+    if (before === undefined || (before.number === 0n && before.timestamp === 0n)) {
+      work -= oldest.difficulty;
+      const seconds = head.timestamp - oldest.timestamp;
+      return seconds > 0n ? work / seconds : 0n;
+    }
+    const seconds = head.timestamp - before.timestamp;
     return seconds > 0n ? work / seconds : work;
   }
 

@@ -223,3 +223,29 @@ describe("MinerServer", () => {
     expect(server.reportedHashrate()).toBe(7n);
   });
 });
+
+describe("MinerServer.netHashrate", () => {
+  it("leaves out a genesis with timestamp 0: the span runs from the oldest mined block", async () => {
+    const { chain, server } = await setup();
+    expect(chain.head.block.header.timestamp).toBe(0n);
+    const start = 1_700_000_000n;
+    const mined = [];
+    for (let i = 0n; i < 13n; i++) {
+      mined.push(await chain.mine([], { coinbase: MINER, timestamp: start + 2n * i }));
+    }
+    // Work after the first mined block, over the 24 s from it to the head.
+    const work = mined.slice(1).reduce((sum, b) => sum + b.block.header.difficulty, 0n);
+    expect(work).toBeGreaterThan(0n);
+    expect(await server.netHashrate()).toBe(work / 24n);
+    // Within a window that starts after the genesis, the block before it opens the span.
+    const window = mined.slice(-4).reduce((sum, b) => sum + b.block.header.difficulty, 0n);
+    expect(await server.netHashrate(4n)).toBe(window / 8n);
+  });
+
+  it("answers 0 with nothing mined, and with one block after a genesis at time 0", async () => {
+    const { chain, server } = await setup();
+    expect(await server.netHashrate()).toBe(0n);
+    await chain.mine([], { coinbase: MINER, timestamp: 1_700_000_000n });
+    expect(await server.netHashrate()).toBe(0n);
+  });
+});
