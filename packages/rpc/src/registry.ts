@@ -34,14 +34,23 @@ export function method<const P extends readonly AnyParamSpec[], R>(
 export interface ModuleDefinition {
   readonly name: ModuleName;
   readonly methods: Readonly<Record<string, AnyMethodSpec>>;
+  /**
+   * Why the methods cannot run on this node although the module is enabled (what they read
+   * is not there: the `sco_` methods without the peer-to-peer network); each answers -32601
+   * `the method X is not available: <reason>`.
+   */
+  readonly unavailable?: string;
 }
 
 /** Declares a module; its methods are called as `<module>_<name>`. */
 export function defineModule(
   name: ModuleName,
   methods: Readonly<Record<string, AnyMethodSpec>>,
+  opts: { readonly unavailable?: string } = {},
 ): ModuleDefinition {
-  return { name, methods };
+  return opts.unavailable === undefined
+    ? { name, methods }
+    : { name, methods, unavailable: opts.unavailable };
 }
 
 /** A method ready to be called: the registry has resolved its name. */
@@ -88,13 +97,22 @@ export class MethodRegistry {
     const enabled: ModuleName[] = [];
     for (const mod of modules) {
       const on = opts.enabled.has(mod.name) && !opts.hostedOff.has(mod.name);
-      if (on && !enabled.includes(mod.name)) enabled.push(mod.name);
+      if (on && mod.unavailable === undefined && !enabled.includes(mod.name))
+        enabled.push(mod.name);
       for (const [short, spec] of Object.entries(mod.methods)) {
         const name = `${mod.name}_${short}`;
         if (this.#methods.has(name) || this.#disabled.has(name)) {
           throw new Error(`method ${name} is declared twice`);
         }
-        if (on && opts.hostedOffMethods?.has(name) === true) {
+        if (on && mod.unavailable !== undefined) {
+          this.#disabled.set(
+            name,
+            new RPCError(
+              RPCErrorCode.METHOD_NOT_FOUND,
+              `the method ${name} is not available: ${mod.unavailable}`,
+            ),
+          );
+        } else if (on && opts.hostedOffMethods?.has(name) === true) {
           this.#disabled.set(
             name,
             new RPCError(

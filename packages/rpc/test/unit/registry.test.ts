@@ -46,6 +46,31 @@ describe("MethodRegistry", () => {
     expect(reg.enabledModules()).toEqual(["eth"]);
   });
 
+  it("says why the methods of an enabled but unavailable module cannot run", () => {
+    const sco = defineModule(
+      "sco",
+      { peerList: method({ params: [], result: r.json, handler: () => [] }) },
+      { unavailable: "the peer-to-peer network is off on this node (--no-p2p)" },
+    );
+    const on = new MethodRegistry([eth, sco], {
+      enabled: new Set(["eth", "sco"]),
+      hostedOff: new Set(),
+    });
+    const found = on.lookup("sco_peerList") as RPCError;
+    expect(found).toBeInstanceOf(RPCError);
+    expect(found.code).toBe(-32601);
+    expect(found.message).toBe(
+      "the method sco_peerList is not available: the peer-to-peer network is off on this node (--no-p2p)",
+    );
+    expect(on.methodNames()).toEqual(["eth_chainId", "eth_echo"]);
+    expect(on.enabledModules()).toEqual(["eth"]);
+    // Not enabled at all: that reason comes first.
+    const off = new MethodRegistry([eth, sco], { enabled: new Set(["eth"]), hostedOff: new Set() });
+    expect((off.lookup("sco_peerList") as RPCError).message).toBe(
+      "the method sco_peerList is not available: the sco module is not enabled on this node",
+    );
+  });
+
   it("tells unknown from unsupported methods", () => {
     const reg = new MethodRegistry([eth], { enabled: new Set(["eth"]), hostedOff: new Set() });
     expect((reg.lookup("eth_nope") as RPCError).message).toBe(
