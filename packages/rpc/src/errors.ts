@@ -91,6 +91,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [WalletErrorCode.WRONG_PASSPHRASE]: RPCErrorCode.SERVER_ERROR,
   [WalletErrorCode.KEYSTORE]: RPCErrorCode.SERVER_ERROR,
   [WalletErrorCode.INVALID_KEY]: RPCErrorCode.INVALID_PARAMS,
+  [WalletErrorCode.INVALID_TYPED_DATA]: RPCErrorCode.INVALID_PARAMS,
 };
 
 /**

@@ -88,6 +88,6 @@ export {
   SubscriptionManager,
   type SubscriptionOptions,
 } from "./subscriptions.js";
-export { WalletError, WalletErrorCode } from "./wallet.js";
+export { type TypedData, type TypedDataField, WalletError, WalletErrorCode } from "./wallet.js";
 export { DEFAULT_WS_OPTIONS, WsHub, type WsOptions } from "./ws/hub.js";
 export { WsSession, type WsSocket } from "./ws/session.js";

@@ -18,6 +18,12 @@ import { type LogFilter, parseLogFilter } from "./logFilter.js";
 
 export { jsonType };
 
+/** `eth_getProof`'s storage keys: as 32 bytes, and as the request wrote them. */
+export interface StorageKeys {
+  readonly keys: Hash32[];
+  readonly asked: readonly string[];
+}
+
 /** One positional parameter: how to decode it, and whether it may be left out. */
 export interface ParamSpec<T> {
   readonly name: string;
@@ -70,11 +76,14 @@ export const p = {
     }
     return parseQuantity(v, arg);
   }),
-  /** Up to 32 bytes each, of any hex length (`0x0`, `0x1`), left-padded as geth does. */
-  storageKeys: required<Hash32[]>("storage keys", (v, arg) => {
+  /**
+   * Up to 32 bytes each, of any hex length (`0x0`, `0x1`), left-padded as geth does; `asked`
+   * keeps each key as the request wrote it, which geth answers back.
+   */
+  storageKeys: required<StorageKeys>("storage keys", (v, arg) => {
     if (!Array.isArray(v))
       throw new CodecError(arg, `expected an array of storage keys, got ${jsonType(v)}`);
-    return v.map((key, i) => {
+    const keys = v.map((key, i) => {
       try {
         return parseStorageKey(key, arg);
       } catch (err) {
@@ -83,6 +92,7 @@ export const p = {
         throw err;
       }
     });
+    return { keys, asked: v as string[] };
   }),
   logFilter: required<LogFilter>("filter", (v, arg) => parseLogFilter(v, arg)),
 

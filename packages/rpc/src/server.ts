@@ -6,6 +6,7 @@ import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { debugTraceModule } from "./modules/debug.js";
+import { debugRawModule } from "./modules/debugRaw.js";
 import { ethAccountsModule } from "./modules/ethAccounts.js";
 import { ethChainModule } from "./modules/ethChain.js";
 import { evmModule } from "./modules/evm.js";
@@ -72,6 +73,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     chainModules.push(
       ethChainModule(reader, transactions, deps.services.heavy),
       nodexChainModule(reader),
+      debugRawModule(reader),
     );
   const filters =
     reader === undefined || events === undefined
@@ -87,10 +89,8 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
   if (dev !== undefined) chainModules.push(evmModule(dev));
   if (miner !== undefined) chainModules.push(...miningModules(miner));
-  if (deps.services.scoring !== undefined) chainModules.push(scoModule(deps.services.scoring));
-  const { peers } = deps.services;
-  if (peers.wireQueueSize !== undefined)
-    chainModules.push(wireQueueModule(peers as typeof peers & { wireQueueSize(): number }));
+  // Without the peer-to-peer network, the peer methods are known and say why they cannot run.
+  chainModules.push(scoModule(deps.services.scoring), wireQueueModule(deps.services.peers));
   const timeoutMs = opts.timeoutMs > 0 ? opts.timeoutMs : hosted ? HOSTED_DEFAULT_TIMEOUT_MS : 0;
   const { tracing } = deps.services;
   if (reader !== undefined && tracing !== undefined) {

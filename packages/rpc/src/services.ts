@@ -17,6 +17,7 @@ import type {
   UnsignedTransaction,
 } from "@nodex/types";
 import type { HeavyRequestService } from "./heavyRequests.js";
+import type { TypedData } from "./wallet.js";
 
 /** The chain as the RPC methods see it. */
 export interface ChainView {
@@ -63,6 +64,8 @@ export type StateView = Pick<
 export interface ChainReaderService {
   /** The block a selector names, or `null` when there is none. */
   resolve(selector: BlockSelector): Promise<StoredBlock | null>;
+  /** Like `resolve`, for methods that need a block: a missing one is a domain error (-32602). */
+  require(selector: BlockSelector): Promise<StoredBlock>;
   /** A stored block by hash, canonical or not. */
   blockByHash(hash: Uint8Array): Promise<StoredBlock | null>;
   state(selector: BlockSelector): Promise<StateView>;
@@ -75,6 +78,8 @@ export interface ChainReaderService {
   getLogs(query: LogQuery): Promise<FoundLog[]>;
   transaction(hash: Uint8Array): Promise<IncludedTransaction | null>;
   receipt(hash: Uint8Array): Promise<IncludedReceipt | null>;
+  /** Every receipt of a block, in order (for the pending block, those of its execution). */
+  blockReceipts(block: StoredBlock): Promise<IncludedReceipt[]>;
   /** A transaction waiting in the pool (pending or queued). */
   pendingTransaction(hash: Uint8Array): SignedTransaction | undefined;
   /**
@@ -237,6 +242,16 @@ export interface WalletService extends AccountsView {
   dumpRawKey(address: Address): Uint8Array;
   /** `eth_sign`: 65 bytes r ‖ s ‖ v (27/28) over the prefixed message hash. */
   signMessage(address: Address, message: Uint8Array): Uint8Array;
+  /**
+   * `personal_sign`: as `signMessage`, with the unlocked key, or, when `passphrase` is given,
+   * with the key it decrypts, for this call only.
+   */
+  signMessageWith(address: Address, message: Uint8Array, passphrase?: string): Promise<Uint8Array>;
+  /**
+   * `eth_signTypedData_v4`: 65 bytes r ‖ s ‖ v (27/28) over the EIP-712 digest of `typedData`;
+   * a `WalletError` `INVALID_TYPED_DATA` when its values do not fit its types.
+   */
+  signTypedData(address: Address, typedData: TypedData): Promise<Uint8Array>;
   /**
    * Signs with EIP-155 for `chainId`: with the unlocked key, or, when `passphrase` is given,
    * with the key it decrypts, for this call only.

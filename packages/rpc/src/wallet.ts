@@ -12,6 +12,8 @@ export const WalletErrorCode = {
   INVALID_KEY: "WALLET_INVALID_KEY",
   /** The key file of the account cannot be read or is not a valid keystore file. */
   KEYSTORE: "WALLET_KEYSTORE",
+  /** EIP-712 typed data whose types and values do not fit together. */
+  INVALID_TYPED_DATA: "WALLET_INVALID_TYPED_DATA",
 } as const;
 export type WalletErrorCode = (typeof WalletErrorCode)[keyof typeof WalletErrorCode];
 
@@ -21,4 +23,18 @@ export class WalletError extends NodexError<WalletErrorCode> {
     super(code, message, meta);
     this.name = "WalletError";
   }
+}
+
+/** One field of an EIP-712 struct type. */
+export interface TypedDataField {
+  readonly name: string;
+  readonly type: string;
+}
+
+/** `eth_signTypedData_v4`'s EIP-712 object, its shape checked (its values are checked when hashed). */
+export interface TypedData {
+  readonly types: Readonly<Record<string, readonly TypedDataField[]>>;
+  readonly primaryType: string;
+  readonly domain: Readonly<Record<string, unknown>>;
+  readonly message: Readonly<Record<string, unknown>>;
 }

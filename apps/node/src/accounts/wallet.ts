@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { WalletError, WalletErrorCode, type WalletService } from "@nodex/rpc";
+import { type TypedData, WalletError, WalletErrorCode, type WalletService } from "@nodex/rpc";
 import {
   type Address,
   bytesToHex,
@@ -14,6 +14,7 @@ import {
   type UnsignedTransaction,
 } from "@nodex/types";
 import { type Keystore, KeystoreError, KeystoreErrorCode } from "./keystore.js";
+import { signDigest, typedDataDigest } from "./typedData.js";
 
 export interface WalletDeps {
   readonly keystore: Keystore;
@@ -169,18 +170,28 @@ export class Wallet implements WalletService {
     return signMessage(message, this.#requireKey(address));
   }
 
-  async signTransaction(
+  signMessageWith(address: Address, message: Uint8Array, passphrase?: string): Promise<Uint8Array> {
+    return this.#withKey(address, passphrase, (key) => signMessage(message, key));
+  }
+
+  async signTypedData(address: Address, data: TypedData): Promise<Uint8Array> {
+    const key = this.#requireKey(address);
+    return signDigest(await typedDataDigest(data), key);
+  }
+
+  /**
+   * Runs `use` with the account's unlocked key, or, when `passphrase` is given for a keystore
+   * account, with the key it decrypts, wiped afterwards.
+   */
+  async #withKey<T>(
     address: Address,
-    tx: UnsignedTransaction,
-    chainId: number,
-    passphrase?: string,
-  ): Promise<SignedTransaction> {
+    passphrase: string | undefined,
+    use: (key: Uint8Array) => T,
+  ): Promise<T> {
     const id = idOf(address);
     const file = this.#files.get(id);
-    if (passphrase === undefined || file === undefined) {
-      // Development and seed accounts take any passphrase: they have none.
-      return signTransaction(tx, this.#requireKey(address), chainId);
-    }
+    // Development and seed accounts take any passphrase: they have none.
+    if (passphrase === undefined || file === undefined) return use(this.#requireKey(address));
     let key: Uint8Array;
     try {
       key = await this.#keystore.load(file.path, passphrase);
@@ -188,10 +199,19 @@ export class Wallet implements WalletService {
       throw this.#fileError(err, id);
     }
     try {
-      return signTransaction(tx, key, chainId);
+      return use(key);
     } finally {
       key.fill(0);
     }
+  }
+
+  async signTransaction(
+    address: Address,
+    tx: UnsignedTransaction,
+    chainId: number,
+    passphrase?: string,
+  ): Promise<SignedTransaction> {
+    return this.#withKey(address, passphrase, (key) => signTransaction(tx, key, chainId));
   }
 
   async #store(key: Uint8Array, passphrase: string): Promise<Address> {

@@ -1,6 +1,12 @@
-import { type Address, CodecError, parseQuantity, type UnsignedTransaction } from "@nodex/types";
+import {
+  type Address,
+  CodecError,
+  parseQuantity,
+  type SignedTransaction,
+  type UnsignedTransaction,
+} from "@nodex/types";
 import { parseCallObject } from "../callObject.js";
-import { type ParamSpec, p } from "../params.js";
+import { jsonType, type ParamSpec, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type {
@@ -9,7 +15,7 @@ import type {
   TransactionService,
   WalletService,
 } from "../services.js";
-import { WalletError, WalletErrorCode } from "../wallet.js";
+import { type TypedData, WalletError, WalletErrorCode } from "../wallet.js";
 
 /** `eth_sendTransaction`'s gas when the object gives none (the spec's default). */
 export const DEFAULT_SEND_GAS = 90_000n;
@@ -59,12 +65,14 @@ export interface WalletNode {
   readonly transactions: TransactionService;
 }
 
-/** Fills the defaults (gas 90000, the node's gas price, the pending nonce), signs and sends. */
-export async function sendFromWallet(
-  deps: WalletNode & { wallet: WalletService; chain: ChainView; chainId: number },
+type WalletDeps = WalletNode & { wallet: WalletService; chain: ChainView; chainId: number };
+
+/** Fills the defaults (gas 90000, the node's gas price, the pending nonce) and signs. */
+async function signFromWallet(
+  deps: WalletDeps,
   req: SendRequest,
   passphrase?: string,
-): Promise<Uint8Array> {
+): Promise<SignedTransaction> {
   const tx: UnsignedTransaction = {
     nonce: req.nonce ?? (await deps.reader.nonce(req.from, PENDING)),
     gasPrice: req.gasPrice ?? deps.chain.gasPrice(),
@@ -73,9 +81,67 @@ export async function sendFromWallet(
     value: req.value ?? 0n,
     data: req.data ?? new Uint8Array(),
   };
-  const signed = await deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
+  return deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
+}
+
+/** Fills the defaults (gas 90000, the node's gas price, the pending nonce), signs and sends. */
+export async function sendFromWallet(
+  deps: WalletDeps,
+  req: SendRequest,
+  passphrase?: string,
+): Promise<Uint8Array> {
+  const signed = await signFromWallet(deps, req, passphrase);
   return deps.transactions.sendTransaction(signed.raw, { local: true });
 }
+
+/** A JSON object, as itself or as JSON text (MetaMask and ethers send the text). */
+function objectOrJson(value: unknown, arg: number): Record<string, unknown> {
+  let v = value;
+  if (typeof v === "string") {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      throw new CodecError(arg, "typed data: not valid JSON text");
+    }
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw new CodecError(arg, `typed data: expected an object, got ${jsonType(v)}`);
+  return v as Record<string, unknown>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** EIP-712 typed data: `types`, `primaryType` (one of them), `domain` and `message`. */
+export function parseTypedData(value: unknown, arg: number): TypedData {
+  const raw = objectOrJson(value, arg);
+  const { types, primaryType, domain, message } = raw;
+  if (!isObject(types)) throw new CodecError(arg, "typed data: types must be an object");
+  for (const [name, fields] of Object.entries(types)) {
+    if (
+      !Array.isArray(fields) ||
+      !fields.every((f) => isObject(f) && typeof f.name === "string" && typeof f.type === "string")
+    )
+      throw new CodecError(arg, `typed data: types.${name} must be a list of {name, type}`);
+  }
+  if (typeof primaryType !== "string" || !(primaryType in types))
+    throw new CodecError(arg, "typed data: primaryType must name one of types");
+  if (!isObject(domain)) throw new CodecError(arg, "typed data: domain must be an object");
+  if (!isObject(message)) throw new CodecError(arg, "typed data: message must be an object");
+  return {
+    types: types as TypedData["types"],
+    primaryType,
+    domain,
+    message,
+  };
+}
+
+const typedData: ParamSpec<TypedData> = {
+  name: "typed data",
+  parse: parseTypedData,
+  optional: false,
+  defaultValue: undefined,
+};
 
 /** The hosted endpoint holds no keys: every account is unknown there. */
 export function noKeysWhenHosted(hosted: boolean, address: Address): void {
@@ -95,9 +161,31 @@ export function ethAccountsModule(wallet: WalletService, node: WalletNode | unde
         return wallet.signMessage(address, message);
       },
     }),
+    // EIP-712, as MetaMask, ethers (`signTypedData`) and viem call it.
+    signTypedData_v4: method({
+      params: [p.address, typedData],
+      result: r.data,
+      handler: (_s, [address, data], { hosted }) => {
+        noKeysWhenHosted(hosted, address);
+        return wallet.signTypedData(address, data);
+      },
+    }),
     ...(node === undefined
       ? {}
       : {
+          // Signed with the defaults eth_sendTransaction fills, and not sent: the raw bytes.
+          signTransaction: method({
+            params: [sendRequest],
+            result: r.data,
+            handler: async ({ chain, network }, [req], { hosted }) => {
+              noKeysWhenHosted(hosted, req.from);
+              const signed = await signFromWallet(
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
+                req,
+              );
+              return signed.raw;
+            },
+          }),
           sendTransaction: method({
             params: [sendRequest],
             result: r.data,

@@ -43,13 +43,20 @@ class BlockJsonCache {
 /** Block objects kept serialized (by hash and form). */
 const BLOCK_JSON_CACHE = 256;
 
+/**
+ * The transaction of `eth_getTransactionByBlock*AndIndex`: the spec's object plus the string
+ * `_id` the spec gives these two methods without saying what it means; Nodex puts the
+ * transaction's hash there, the one identifier a transaction has.
+ */
 function transactionAt(found: StoredBlock, index: bigint): Record<string, unknown> | null {
   const tx =
     index < BigInt(found.block.transactions.length)
       ? found.block.transactions[Number(index)]
       : undefined;
   if (tx === undefined) return null;
-  return formatTransaction(tx, isPending(found) ? undefined : found, Number(index));
+  const json = formatTransaction(tx, isPending(found) ? undefined : found, Number(index));
+  json._id = json.hash;
+  return json;
 }
 
 /** An uncle as a block object without transactions; its total difficulty is not tracked. */
@@ -198,8 +205,8 @@ export function ethChainModule(
     getProof: method({
       params: [p.address, p.storageKeys, stateAt],
       result: r.json,
-      handler: async (_s, [address, keys, block]) =>
-        formatProof(await (await reader.state(block)).getProof(address, keys)),
+      handler: async (_s, [address, { keys, asked }, block]) =>
+        formatProof(await (await reader.state(block)).getProof(address, keys), asked),
     }),
     // The reference node's shape. Nodex runs no bridge contract: nothing waits for signatures;
     // the height is what the recent merged-mining proofs state (docs/rpc.md).
@@ -219,6 +226,18 @@ export function ethChainModule(
         if (found !== null) return formatTransaction(found.tx, found.block, found.index);
         const pending = reader.pendingTransaction(hash);
         return pending === undefined ? null : formatTransaction(pending, undefined, 0);
+      },
+    }),
+    // Geth's: every receipt of the block as eth_getTransactionReceipt gives it, null for an
+    // unknown block; `pending` answers the receipts of the pending block's execution (as geth
+    // does), with blockHash and blockNumber null as that block shows them.
+    getBlockReceipts: method({
+      params: [p.blockSelector],
+      result: r.json,
+      handler: async (_s, [block]) => {
+        const found = await reader.resolve(block);
+        if (found === null) return null;
+        return (await reader.blockReceipts(found)).map(formatReceipt);
       },
     }),
     getTransactionReceipt: method({

@@ -102,11 +102,16 @@ export function formatTransaction(
   };
 }
 
-/** The spec's receipt object: always the `status` form. */
+/**
+ * The spec's receipt object: always the `status` form. A receipt of the pending block (only
+ * `eth_getBlockReceipts("pending")` shows them) has `blockHash` and `blockNumber` null, as that
+ * block has them, and so do its logs.
+ */
 export function formatReceipt(found: IncludedReceipt): Record<string, unknown> {
   const { tx, block, index, receipt } = found;
-  const blockHash = bytesToHex(block.hash);
-  const blockNumber = encodeQuantity(block.block.header.number);
+  const pending = isPending(block);
+  const blockHash = pending ? null : bytesToHex(block.hash);
+  const blockNumber = pending ? null : encodeQuantity(block.block.header.number);
   const transactionHash = bytesToHex(tx.hash);
   const transactionIndex = encodeQuantity(index);
   return {
@@ -278,8 +283,14 @@ function putQuantity(out: Uint8Array, at: number, value: number | bigint): numbe
   return at + digits.length;
 }
 
-/** `eth_getProof`'s object (EIP-1186). */
-export function formatProof(proof: StateProof): Record<string, unknown> {
+/**
+ * `eth_getProof`'s object (EIP-1186). Each `storageProof[i].key` is the key as the request wrote
+ * it (`asked[i]`), as geth answers it, rather than the spec's QUANTITY.
+ */
+export function formatProof(
+  proof: StateProof,
+  asked: readonly string[] = [],
+): Record<string, unknown> {
   return {
     address: bytesToHex(proof.address),
     balance: encodeQuantity(proof.balance),
@@ -287,8 +298,8 @@ export function formatProof(proof: StateProof): Record<string, unknown> {
     nonce: encodeQuantity(proof.nonce),
     storageHash: bytesToHex(proof.storageHash),
     accountProof: proof.accountProof.map(bytesToHex),
-    storageProof: proof.storageProof.map((s) => ({
-      key: bytesToHex(s.key),
+    storageProof: proof.storageProof.map((s, i) => ({
+      key: asked[i] ?? bytesToHex(s.key),
       value: encodeQuantity(s.value),
       proof: s.proof.map(bytesToHex),
     })),

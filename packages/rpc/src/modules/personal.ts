@@ -78,6 +78,16 @@ export function personalModule(wallet: WalletService, node: WalletNode | undefin
       result: r.boolean,
       handler: (_s, [address]) => wallet.lock(address),
     }),
+    // Geth's order, the reverse of eth_sign's: the data, then the account (and its passphrase,
+    // for this call only); the same EIP-191 signature as eth_sign.
+    sign: method({
+      params: [p.data, p.address, p.optional<string | undefined>(p.string, undefined)],
+      result: r.data,
+      handler: (_s, [message, address, passphrase], { hosted }) => {
+        noKeysWhenHosted(hosted, address);
+        return wallet.signMessageWith(address, message, passphrase);
+      },
+    }),
     dumpRawKey: method({
       params: [p.address],
       result: r.data,

@@ -1,4 +1,5 @@
 import { bytesToHex, encodeQuantity, type SignedTransaction } from "@nodex/types";
+import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type { PoolView } from "../services.js";
@@ -70,6 +71,21 @@ export function txpoolModules(pool: PoolView) {
           pending: bySenderAndNonce(pending, contentTransaction),
           queued: bySenderAndNonce(queued, contentTransaction),
         };
+      },
+    }),
+    // Geth's one-sender view: each nonce maps to its one transaction (no list), in the entries'
+    // form of txpool_content.
+    contentFrom: method({
+      params: [p.address],
+      result: r.json,
+      handler: (_s, [address]) => {
+        const sender = bytesToHex(address);
+        const { pending, queued } = pool.content();
+        const byNonce = (txs: readonly SignedTransaction[] | undefined) =>
+          Object.fromEntries(
+            (txs ?? []).map((tx) => [tx.nonce.toString(10), contentTransaction(tx)]),
+          );
+        return { pending: byNonce(pending.get(sender)), queued: byNonce(queued.get(sender)) };
       },
     }),
     inspect: method({

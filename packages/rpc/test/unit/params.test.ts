@@ -51,7 +51,10 @@ describe("storage keys (eth_getProof)", () => {
   });
 
   it("decodes 32-byte keys", () => {
-    expect(p.storageKeys.parse([H], 1)).toEqual([new Uint8Array(32).fill(0x22)]);
+    expect(p.storageKeys.parse([H], 1)).toEqual({
+      keys: [new Uint8Array(32).fill(0x22)],
+      asked: [H],
+    });
   });
 
   it("left-pads shorter keys of any hex length, as geth does", () => {
@@ -60,12 +63,10 @@ describe("storage keys (eth_getProof)", () => {
       key.set(last, 32 - last.length);
       return key;
     };
-    expect(p.storageKeys.parse(["0x0", "0x1", "0x00", "0xabc", "0x"], 1)).toEqual([
-      padded([0]),
-      padded([1]),
-      padded([0]),
-      padded([0x0a, 0xbc]),
-      padded([]),
-    ]);
+    const asked = ["0x0", "0x1", "0x00", "0xabc", "0x"];
+    expect(p.storageKeys.parse(asked, 1)).toEqual({
+      keys: [padded([0]), padded([1]), padded([0]), padded([0x0a, 0xbc]), padded([])],
+      asked,
+    });
   });
 });

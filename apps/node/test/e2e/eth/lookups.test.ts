@@ -47,6 +47,26 @@ describe("lookups by block and index", () => {
     expect(await result("eth_getTransactionByBlockHashAndIndex", [blockHash, "0x1"])).toBeNull();
   });
 
+  it("carries the spec's extra string `_id` (the transaction hash) on these two methods only", async () => {
+    const byHash = (await result("eth_getTransactionByBlockHashAndIndex", [
+      blockHash,
+      "0x0",
+    ])) as Record<string, unknown>;
+    const byNumber = (await result("eth_getTransactionByBlockNumberAndIndex", [
+      `0x${blockNumber.toString(16)}`,
+      "0x0",
+    ])) as Record<string, unknown>;
+    expect(byHash._id).toBe(txHash);
+    expect(byNumber._id).toBe(txHash);
+    const { _id, ...rest } = byHash;
+    expect(rest).toEqual(await result("eth_getTransactionByHash", [txHash]));
+    expect(await result("eth_getTransactionByHash", [txHash])).not.toHaveProperty("_id");
+    const block = (await result("eth_getBlockByHash", [blockHash, true])) as {
+      transactions: Record<string, unknown>[];
+    };
+    expect(block.transactions[0]).not.toHaveProperty("_id");
+  });
+
   it("counts no uncles and finds none", async () => {
     expect(await result("eth_getUncleCountByBlockHash", [blockHash])).toBe("0x0");
     expect(await result("eth_getUncleCountByBlockNumber", ["latest"])).toBe("0x0");
