@@ -1,7 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Chain, type ConsensusRules, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
-import { Executor } from "@nodex/evm";
+import { EVM_HARDFORK, Executor, installedEvmVersion } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import type { Logger } from "@nodex/types";
 import type { NodeConfig } from "./config.js";
@@ -27,6 +27,16 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
   });
   try {
     const executor = new Executor(config.network);
+    if (executor.fastPaths.on)
+      logger.info("EVM", {
+        library: `@ethereumjs/evm ${installedEvmVersion()}`,
+        hardfork: EVM_HARDFORK,
+        fastPaths: "on",
+      });
+    else
+      logger.warn("EVM fast paths off: every transaction and call runs on @ethereumjs/evm alone", {
+        reason: executor.fastPaths.reason,
+      });
     // Every network checks merged-mining proofs; development networks seal their own blocks
     // with proofs of synthetic Bitcoin blocks, so there is no bypass anywhere.
     const rules = mergedMiningRules(

@@ -2,6 +2,7 @@ import type { StateManagerInterface } from "@ethereumjs/common";
 import { Address as EJSAddress } from "@ethereumjs/util";
 import { type Address, bytesToUnprefixedHex, type Hash32, keccak256, type Log } from "@nodex/types";
 import type { CodeByHash } from "./callState.js";
+import { VERIFIED_HARDFORK } from "./fastPaths.js";
 import { bytesValue, SMALL, wordBytes, wordOf, writeWord } from "./words.js";
 
 /**
@@ -110,6 +111,8 @@ export interface CallRules {
   ) => Promise<{ readonly gasUsed: number; readonly output: Uint8Array } | undefined>;
   readonly chainId: bigint;
   readonly param: (name: string) => bigint;
+  /** The hardfork of the rules: the interpreter runs only `VERIFIED_HARDFORK`'s. */
+  readonly hardfork: string;
 }
 
 /** The transaction and block a call runs in. */
@@ -345,6 +348,11 @@ export class CallInterpreter {
   readonly #g: Record<string, number>;
 
   constructor(rules: CallRules, code: CodeByHash) {
+    // Its opcodes and gas rules are Cancun's: another hardfork's calls are the library's.
+    if (rules.hardfork !== VERIFIED_HARDFORK)
+      throw new RangeError(
+        `the interpreter of calls runs ${VERIFIED_HARDFORK}'s rules, not ${rules.hardfork}'s`,
+      );
     this.#rules = rules;
     this.#code = code;
     const p = (name: string) => Number(rules.param(name));

@@ -31,6 +31,7 @@ import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
 import { installFastJournal } from "./fastJournal.js";
 import { installFastOpcodes } from "./fastOpcodes.js";
+import { type FastPathStatus, fastPathStatus } from "./fastPaths.js";
 import { installExecuteCall, installFastSteps, installRunInterpreter, stop } from "./fastSteps.js";
 import { effectiveGasPrice, FeeRules } from "./feeRules.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
@@ -130,6 +131,12 @@ export interface CallOutcome {
   readonly revertReason: string | undefined;
 }
 
+/**
+ * The hardforks whose intrinsic gas `intrinsicGas` computes: Shanghai's rules (EIP-3860's init
+ * code words) hold through Cancun; Prague adds EIP-7623's calldata floor, not written here.
+ */
+export const INTRINSIC_GAS_HARDFORKS: readonly string[] = [Hardfork.Shanghai, Hardfork.Cancun];
+
 /** RSKIP546: a typed transaction pays this much gas per byte of the RLP of its access list. */
 const TX_ACCESS_LIST_BYTE_GAS = 80n;
 
@@ -155,8 +162,17 @@ export function intrinsicGas(tx: {
   return gas;
 }
 
-/** The interpreter's patches, installed by the first EVM made (see `#createEVM`). */
+/**
+ * The interpreter's patches, installed by the first EVM made with the fast paths on (see
+ * `#createEVM`). They replace members of the library's classes for the whole process, so a
+ * process that also runs an executor without them (another hardfork) runs its EVMs on them too:
+ * the patches are the library's mechanics (its loop, its journal, its jump analysis), the same
+ * for every hardfork; what depends on the hardfork (the opcode handlers, the interpreter of
+ * calls) is per executor.
+ */
 let interpreterFound: Promise<void> | undefined;
+/** The tracers' step hook alone, for executors without the fast paths. */
+let interpreterWithHook: Promise<void> | undefined;
 
 /**
  * Runs transactions and calls on `@ethereumjs/evm` with the chain's rules: legacy gas pricing,
@@ -191,19 +207,36 @@ export class Executor {
       readonly libraryCalls?: boolean;
       readonly libraryTransactions?: boolean;
       readonly feeRules?: FeeRules;
+      /** `EVM_HARDFORK` unless given; one of `INTRINSIC_GAS_HARDFORKS`. */
+      readonly hardfork?: string;
     } = {},
   ) {
+    const hardfork = opts.hardfork ?? EVM_HARDFORK;
+    if (!INTRINSIC_GAS_HARDFORKS.includes(hardfork)) {
+      throw new RangeError(
+        `intrinsicGas has the rules of ${INTRINSIC_GAS_HARDFORKS.join(" and ")}, not of ${hardfork}: write them before running it`,
+      );
+    }
+    this.fastPaths = fastPathStatus(hardfork);
+    const library = !this.fastPaths.on;
     this.#ethereumFees = opts.feeRules === FeeRules.ETHEREUM;
-    this.#libraryOpcodes = opts.libraryOpcodes === true;
-    this.#libraryCalls = opts.libraryCalls === true;
-    this.#libraryTransactions = opts.libraryTransactions === true;
+    this.#libraryOpcodes = library || opts.libraryOpcodes === true;
+    this.#libraryCalls = library || opts.libraryCalls === true;
+    this.#libraryTransactions = library || opts.libraryTransactions === true;
     this.common = createCustomCommon(
       { chainId: network.chainId, name: `nodex-${network.name}` },
       Mainnet,
       // ECRECOVER recovers on the backend of transaction senders (libsecp256k1 or noble).
-      { hardfork: EVM_HARDFORK, customCrypto: { ecrecover, keccak256 } },
+      { hardfork, customCrypto: { ecrecover, keccak256 } },
     );
   }
+
+  /**
+   * Whether this executor runs the fast paths (the interpreter of calls, the patches to the
+   * library): only on the library version and the hardfork they were verified on
+   * (`fastPaths.ts`); otherwise `reason` says why, and everything runs on `@ethereumjs/evm`.
+   */
+  readonly fastPaths: FastPathStatus;
 
   #evmFor(state: WorldState): Promise<EVM> {
     let evm = this.#evms.get(state);
@@ -216,11 +249,22 @@ export class Executor {
 
   async #createEVM(stateManager: EVMStateManager): Promise<EVM> {
     const evm = await createEVM({
-      common: commonForEVM(this.common),
+      // Each EVM its own copy of the Common (see `commonForEVM`; with the fast paths, one that
+      // answers `isActivatedEIP` from a set).
+      common: this.fastPaths.on ? commonForEVM(this.common) : this.common.copy(),
       stateManager,
       // The chain has Ethereum's precompiles 0x01–0x09; Cancun's KZG point evaluation (0x0a) is left out.
       customPrecompiles: [{ address: KZG_POINT_EVALUATION }],
     });
+    if (!this.fastPaths.on) {
+      // The library's own classes, but for the hook that tracers hear steps through (it checks
+      // that the member it wraps is there).
+      interpreterWithHook ??= findInterpreter(evm).then((Interpreter) => {
+        if (Interpreter !== undefined) installStepHook(Interpreter);
+      });
+      await interpreterWithHook;
+      return evm;
+    }
     if (!this.#libraryOpcodes) installFastOpcodes(evm, stop);
     installFastJournal(evm.journal.constructor);
     // Found once, with a tiny run: every EVM shares the class.
@@ -748,6 +792,7 @@ function callRules(evm: EVM): CallRules {
     },
     chainId: evm.common.chainId(),
     param: (name) => evm.common.param(name),
+    hardfork: evm.common.hardfork(),
   };
 }
 

@@ -25,10 +25,18 @@ export {
   type CallRequest,
   EVM_HARDFORK,
   Executor,
+  INTRINSIC_GAS_HARDFORKS,
   intrinsicGas,
   MAX_INITCODE_SIZE,
   type TransactionOutcome,
 } from "./executor.js";
+export {
+  type FastPathStatus,
+  fastPathStatus,
+  installedEvmVersion,
+  VERIFIED_EVM_VERSION,
+  VERIFIED_HARDFORK,
+} from "./fastPaths.js";
 export { effectiveGasPrice, FeeRules } from "./feeRules.js";
 export {
   type PrestateAccount,
