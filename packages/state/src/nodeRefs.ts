@@ -1,5 +1,7 @@
 import { bytesToUnprefixedHex } from "@nodex/types";
-import type { TrieKind } from "./pruner.js";
+
+/** Which trie a node belongs to: the accounts', or one account's storage. */
+export type TrieKind = "account" | "storage";
 
 /**
  * The hashes a stored trie node refers to, read straight from its RLP: no item is copied or

@@ -3,8 +3,8 @@ import { bytesToUnprefixedHex, hexToBytes } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
 import { NodeCache } from "./nodeCache.js";
+import type { TrieKind } from "./nodeRefs.js";
 import { forEachNodeRef, hashPrefix } from "./nodeRefs.js";
-import type { TrieKind } from "./pruner.js";
 
 /**
  * The trie's view of the database. Writes wait in memory until the caller takes them into the

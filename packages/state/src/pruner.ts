@@ -4,6 +4,7 @@ import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import type { NodeCache } from "./nodeCache.js";
+import type { TrieKind } from "./nodeRefs.js";
 
 /** Deletes go to the database in batches of this many keys. */
 const DELETE_BATCH = 10_000;
@@ -16,7 +17,6 @@ export interface PruneResult {
   readonly deleted: number;
 }
 
-export type TrieKind = "account" | "storage";
 export type Decoded = Uint8Array | Decoded[];
 
 /**
