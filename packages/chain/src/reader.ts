@@ -333,7 +333,12 @@ export class ChainReader {
       const failure = await this.#executor.call(state, Object.assign({}, req, { gas: cap }), ctx);
       return failure.success ? cap : failure;
     }
-    let lo = intrinsicGas({ to: req.to, data: req.data ?? new Uint8Array() }) - 1n;
+    let lo =
+      intrinsicGas({
+        to: req.to,
+        data: req.data ?? new Uint8Array(),
+        accessListBytes: req.accessListBytes ?? 0,
+      }) - 1n;
     let hi = first.gasUsed > lo ? first.gasUsed : lo + 1n;
     if (!(await run(hi)).success) {
       lo = hi;

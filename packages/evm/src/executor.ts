@@ -112,6 +112,11 @@ export interface CallRequest {
   readonly gasPrice?: bigint;
   readonly value?: bigint;
   readonly data?: Uint8Array;
+  /**
+   * The length of the RLP of the access list the transaction would carry (RSKIP546: 80 gas a
+   * byte, counted in the intrinsic gas); none for a legacy one.
+   */
+  readonly accessListBytes?: number;
 }
 
 export interface CallOptions {
@@ -587,7 +592,7 @@ export class Executor {
   ): Promise<CallOutcome> {
     const fromBytes = req.from ?? (new Uint8Array(20) as Address);
     const data = req.data ?? new Uint8Array();
-    const intrinsic = intrinsicGas({ to: req.to, data });
+    const intrinsic = intrinsicGas({ to: req.to, data, accessListBytes: req.accessListBytes ?? 0 });
     const gas = req.gas ?? block.gasLimit;
     if (gas < intrinsic) {
       return {

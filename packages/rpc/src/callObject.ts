@@ -1,11 +1,23 @@
 import type { CallRequest } from "@nodex/evm";
-import { CodecError, parseAddress, parseData, parseQuantity } from "@nodex/types";
+import {
+  type AccessListEntry,
+  CodecError,
+  dynamicFeeGasPrice,
+  parseAddress,
+  parseData,
+  parseHash,
+  parseQuantity,
+  rlpEncode,
+} from "@nodex/types";
 import { jsonType } from "./json.js";
 
 /**
  * Decodes a transaction call object (`eth_call`, `eth_estimateGas`): `from`, `to`, `gas`,
- * `gasPrice`, `value`, `data` (alias `input`). Fields it does not use (`type`, `nonce`,
- * `chainId`, …) are ignored, as geth does.
+ * `gasPrice`, `value`, `data` (alias `input`), and a typed transaction's `maxFeePerGas`,
+ * `maxPriorityFeePerGas` (the gas price is then the lower of the two, as RSKIP546 prices type 2)
+ * and `accessList` (checked; its RLP length counts in the intrinsic gas, 80 gas a byte;
+ * `accessListBytes` is 0 for a transaction said to be legacy, and left out when the list is
+ * unknown). Fields it does not use (`nonce`, `chainId`, …) are ignored, as geth does.
  */
 export function parseCallObject(value: unknown, arg: number): CallRequest {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
@@ -28,7 +40,28 @@ export function parseCallObject(value: unknown, arg: number): CallRequest {
   }
   const from = field("from", parseAddress);
   const gas = field("gas", (v, a) => parseQuantity(v, a, { maxBits: 64 }));
-  const gasPrice = field("gasPrice", parseQuantity);
+  const maxFeePerGas = field("maxFeePerGas", parseQuantity);
+  const maxPriorityFeePerGas = field("maxPriorityFeePerGas", parseQuantity);
+  const gasPrice =
+    field("gasPrice", parseQuantity) ??
+    (maxFeePerGas === undefined && maxPriorityFeePerGas === undefined
+      ? undefined
+      : dynamicFeeGasPrice(
+          maxPriorityFeePerGas ?? maxFeePerGas!,
+          maxFeePerGas ?? maxPriorityFeePerGas!,
+        ));
+  const accessList = field("accessList", parseAccessList);
+  const type = field("type", (v, a) => parseQuantity(v, a, { maxBits: 8 }));
+  // A transaction said to be legacy (type 0, or a gas price without the fee fields) carries no
+  // access list; of the others the list is unknown when absent (see `estimateGas`).
+  const legacy =
+    type === 0n ||
+    (type === undefined &&
+      o.gasPrice !== undefined &&
+      o.gasPrice !== null &&
+      maxFeePerGas === undefined &&
+      maxPriorityFeePerGas === undefined &&
+      accessList === undefined);
   const callValue = field("value", parseQuantity);
   const payload = data ?? input;
   return {
@@ -38,5 +71,44 @@ export function parseCallObject(value: unknown, arg: number): CallRequest {
     ...(gasPrice === undefined ? {} : { gasPrice }),
     ...(callValue === undefined ? {} : { value: callValue }),
     ...(payload === undefined ? {} : { data: payload }),
+    ...(accessList !== undefined
+      ? { accessListBytes: accessListBytes(accessList) }
+      : legacy
+        ? { accessListBytes: 0 }
+        : {}),
   };
+}
+
+/** The bytes of the RLP of an access list, as a typed transaction would carry it. */
+export function accessListBytes(list: readonly AccessListEntry[]): number {
+  return rlpEncode(list.map((e) => [e.address, [...e.storageKeys]])).length;
+}
+
+/** An access list: `[{address, storageKeys: [32-byte keys]}]`, as EIP-2930 writes it. */
+export function parseAccessList(value: unknown, arg: number): AccessListEntry[] {
+  if (!Array.isArray(value))
+    throw new CodecError(
+      arg,
+      `expected an array of {address, storageKeys}, got ${jsonType(value)}`,
+    );
+  return value.map((entry, i) => {
+    if (typeof entry !== "object" || entry === null || Array.isArray(entry))
+      throw new CodecError(
+        arg,
+        `entry ${i}: expected {address, storageKeys}, got ${jsonType(entry)}`,
+      );
+    const { address, storageKeys } = entry as Record<string, unknown>;
+    const keys = storageKeys ?? [];
+    if (!Array.isArray(keys))
+      throw new CodecError(arg, `entry ${i}: storageKeys must be an array, got ${jsonType(keys)}`);
+    try {
+      return {
+        address: parseAddress(address, arg),
+        storageKeys: keys.map((key) => parseHash(key, arg)),
+      };
+    } catch (err) {
+      if (err instanceof CodecError) throw new CodecError(arg, `entry ${i}: ${err.reason}`);
+      throw err;
+    }
+  });
 }

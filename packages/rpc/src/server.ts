@@ -71,7 +71,12 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const chainModules: ModuleDefinition[] = [];
   if (reader !== undefined)
     chainModules.push(
-      ethChainModule(reader, transactions, deps.services.heavy),
+      ethChainModule(
+        reader,
+        transactions,
+        deps.services.heavy,
+        deps.services.network.typedTransactionsFrom,
+      ),
       nodexChainModule(reader),
       debugRawModule(reader),
     );
@@ -83,7 +88,12 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const subscriptions =
     reader === undefined || events === undefined
       ? undefined
-      : new SubscriptionManager(events, log, opts.subscriptions);
+      : new SubscriptionManager(
+          events,
+          log,
+          opts.subscriptions,
+          deps.services.network.typedTransactionsFrom,
+        );
   if (subscriptions !== undefined) chainModules.push(subscribeModule);
   if (pool !== undefined) chainModules.push(...txpoolModules(pool));
   // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.

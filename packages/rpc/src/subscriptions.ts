@@ -49,7 +49,16 @@ export class SubscriptionManager {
   /** Log notifications wait for receipts: this keeps them in head-change order. */
   #logFeed: Promise<void> = Promise.resolve();
 
-  constructor(events: NodeEvents, logger: Logger, opts: Partial<SubscriptionOptions> = {}) {
+  readonly #typedTransactionsFrom: bigint | null;
+
+  /** `typedTransactionsFrom`: the network's first block with typed transactions (`baseFeePerGas`). */
+  constructor(
+    events: NodeEvents,
+    logger: Logger,
+    opts: Partial<SubscriptionOptions> = {},
+    typedTransactionsFrom: bigint | null = null,
+  ) {
+    this.#typedTransactionsFrom = typedTransactionsFrom;
     this.#opts = { ...DEFAULT_SUBSCRIPTION_OPTIONS, ...opts };
     this.#log = logger;
     this.#unsubscribe = [
@@ -122,7 +131,7 @@ export class SubscriptionManager {
   #onHeadChange(change: HeadChange): void {
     if (this.#counts.newHeads > 0) {
       for (const block of change.added) {
-        const header = headerJson(block);
+        const header = headerJson(block, this.#typedTransactionsFrom);
         for (const [id, sub] of this.#subs)
           if (sub.kind === "newHeads") this.#send(sub.sink, id, header);
       }
@@ -183,8 +192,16 @@ export function notification(subscription: string, result: string): string {
 }
 
 /** A `newHeads` notification's result: the block object without its body. */
-export function headerJson(block: StoredBlock): string {
-  const { transactions: _t, uncles: _u, size: _s, ...header } = formatBlock(block, false);
+export function headerJson(
+  block: StoredBlock,
+  typedTransactionsFrom: bigint | null = null,
+): string {
+  const {
+    transactions: _t,
+    uncles: _u,
+    size: _s,
+    ...header
+  } = formatBlock(block, false, typedTransactionsFrom);
   return JSON.stringify(header);
 }
 

@@ -49,6 +49,13 @@ export const eth = defineModule("eth", {
     result: r.quantity,
     handler: ({ chain }) => chain.gasPrice(),
   }),
+  // No base fee: a transaction's whole gas price is its priority fee, so the tip that gets one
+  // into the next block is the gas price (derived from the minimum gas price).
+  maxPriorityFeePerGas: method({
+    params: [],
+    result: r.quantity,
+    handler: ({ chain }) => chain.gasPrice(),
+  }),
   accounts: method({
     params: [],
     result: (addresses: readonly Uint8Array[]) => addresses.map(bytesToHex),

@@ -1,11 +1,13 @@
 import {
+  type AccessListEntry,
   type Address,
   CodecError,
   parseQuantity,
   type SignedTransaction,
+  type TransactionType,
   type UnsignedTransaction,
 } from "@nodex/types";
-import { parseCallObject } from "../callObject.js";
+import { parseAccessList, parseCallObject } from "../callObject.js";
 import { jsonType, type ParamSpec, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
@@ -31,6 +33,14 @@ export interface SendRequest {
   readonly value?: bigint;
   readonly data?: Uint8Array;
   readonly nonce?: bigint;
+  /**
+   * The transaction's type: as `type` says, else 2 with `maxFeePerGas` or
+   * `maxPriorityFeePerGas`, 1 with an `accessList`, 0 (legacy) otherwise.
+   */
+  readonly type?: TransactionType;
+  readonly maxFeePerGas?: bigint;
+  readonly maxPriorityFeePerGas?: bigint;
+  readonly accessList?: readonly AccessListEntry[];
 }
 
 /** The call-object fields plus `nonce`; `from` is required. */
@@ -47,9 +57,52 @@ export function parseSendRequest(value: unknown, arg: number): SendRequest {
       throw err;
     }
   }
+  const typed = parseTypedFields(value as Record<string, unknown>, arg);
   // Object.assign, not spreads: on V8 11 (Node 20) a spread followed by fields makes a hidden
   // class per request.
-  return Object.assign({}, call, { from: call.from }, nonce === undefined ? {} : { nonce });
+  return Object.assign({}, call, { from: call.from }, nonce === undefined ? {} : { nonce }, typed);
+}
+
+/** The typed-transaction fields of a send request, and the type they make. */
+function parseTypedFields(
+  o: Record<string, unknown>,
+  arg: number,
+): Pick<SendRequest, "type" | "maxFeePerGas" | "maxPriorityFeePerGas" | "accessList"> {
+  const field = <T>(name: string, parse: (v: unknown, a: number) => T): T | undefined => {
+    const v = o[name];
+    if (v === undefined || v === null) return undefined;
+    try {
+      return parse(v, arg);
+    } catch (err) {
+      if (err instanceof CodecError) throw new CodecError(arg, `${name}: ${err.reason}`);
+      throw err;
+    }
+  };
+  const given = field("type", (v, a) => parseQuantity(v, a, { maxBits: 8 }));
+  if (given !== undefined && given > 2n)
+    throw new CodecError(arg, `type: ${given} is not 0 (legacy), 1 or 2`);
+  const maxFeePerGas = field("maxFeePerGas", parseQuantity);
+  const maxPriorityFeePerGas = field("maxPriorityFeePerGas", parseQuantity);
+  const accessList = field("accessList", parseAccessList);
+  const fees = maxFeePerGas !== undefined || maxPriorityFeePerGas !== undefined;
+  const type = (
+    given !== undefined ? Number(given) : fees ? 2 : accessList !== undefined ? 1 : 0
+  ) as TransactionType;
+  if (type === 2 && o.gasPrice !== undefined && o.gasPrice !== null)
+    throw new CodecError(
+      arg,
+      "gasPrice: a type 2 transaction has maxFeePerGas and maxPriorityFeePerGas instead",
+    );
+  if (type !== 2 && fees)
+    throw new CodecError(arg, `maxFeePerGas: a type ${type} transaction has gasPrice instead`);
+  if (type === 0 && accessList !== undefined)
+    throw new CodecError(arg, "accessList: a legacy transaction has none");
+  return {
+    ...(type === 0 ? {} : { type }),
+    ...(maxFeePerGas === undefined ? {} : { maxFeePerGas }),
+    ...(maxPriorityFeePerGas === undefined ? {} : { maxPriorityFeePerGas }),
+    ...(accessList === undefined ? {} : { accessList }),
+  };
 }
 
 export const sendRequest: ParamSpec<SendRequest> = {
@@ -73,13 +126,23 @@ async function signFromWallet(
   req: SendRequest,
   passphrase?: string,
 ): Promise<SignedTransaction> {
+  const price = deps.chain.gasPrice();
+  const type = req.type ?? 0;
+  // A type 2 transaction's fees default to the node's gas price (no base fee: the whole price is
+  // the priority fee), and each to the other when only one is given.
+  const maxPriorityFeePerGas = req.maxPriorityFeePerGas ?? req.maxFeePerGas ?? price;
+  const maxFeePerGas =
+    req.maxFeePerGas ?? (req.maxPriorityFeePerGas === undefined ? price : maxPriorityFeePerGas);
   const tx: UnsignedTransaction = {
     nonce: req.nonce ?? (await deps.reader.nonce(req.from, PENDING)),
-    gasPrice: req.gasPrice ?? deps.chain.gasPrice(),
+    gasPrice: req.gasPrice ?? price,
     gasLimit: req.gas ?? DEFAULT_SEND_GAS,
     to: req.to,
     value: req.value ?? 0n,
     data: req.data ?? new Uint8Array(),
+    type,
+    ...(type === 0 ? {} : { accessList: req.accessList ?? [] }),
+    ...(type === 2 ? { maxFeePerGas, maxPriorityFeePerGas } : {}),
   };
   return deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
 }

@@ -9,6 +9,7 @@ import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { RawJson, r } from "../results.js";
 import type { ChainReaderService, TransactionService } from "../services.js";
+import { blockCount, feeHistory, rewardPercentiles } from "./feeHistory.js";
 import {
   formatBlock,
   formatLogsJson,
@@ -29,11 +30,13 @@ export async function logsResult(
 class BlockJsonCache {
   readonly #entries = new LRUCache<string, Record<string, unknown>>({ max: BLOCK_JSON_CACHE });
 
+  constructor(readonly typedTransactionsFrom: bigint | null) {}
+
   get(found: StoredBlock, full: boolean): Record<string, unknown> {
     const key = `${bytesToHex(found.hash)}${full ? "+" : "-"}`;
     let json = this.#entries.get(key);
     if (json === undefined) {
-      json = formatBlock(found, full);
+      json = formatBlock(found, full, this.typedTransactionsFrom);
       this.#entries.set(key, json);
     }
     return json;
@@ -102,9 +105,11 @@ export function ethChainModule(
   transactions?: TransactionService,
   /** Where `eth_getLogs` runs, off the thread that answers the other requests. */
   heavy?: HeavyRequestService,
+  /** The network's first block with typed transactions (its blocks show `baseFeePerGas`). */
+  typedTransactionsFrom: bigint | null = null,
 ) {
   const stateAt = p.optional(p.blockSelector, LATEST);
-  const blocks = new BlockJsonCache();
+  const blocks = new BlockJsonCache(typedTransactionsFrom);
   return defineModule("eth", {
     getBalance: method({
       params: [p.address, stateAt],
@@ -137,7 +142,9 @@ export function ethChainModule(
       handler: async (_s, [block, full]) => {
         const found = await reader.resolve(block);
         if (found === null) return null;
-        return isPending(found) ? formatBlock(found, full) : blocks.get(found, full);
+        return isPending(found)
+          ? formatBlock(found, full, typedTransactionsFrom)
+          : blocks.get(found, full);
       },
     }),
     getBlockByHash: method({
@@ -231,6 +238,12 @@ export function ethChainModule(
     // Geth's: every receipt of the block as eth_getTransactionReceipt gives it, null for an
     // unknown block; `pending` answers the receipts of the pending block's execution (as geth
     // does), with blockHash and blockNumber null as that block shows them.
+    // No base fee (its history is zeros); the rewards are the gas prices paid (feeHistory.ts).
+    feeHistory: method({
+      params: [blockCount, p.blockNumberOrTag, rewardPercentiles],
+      result: r.json,
+      handler: (_s, [count, newest, percentiles]) => feeHistory(reader, count, newest, percentiles),
+    }),
     getBlockReceipts: method({
       params: [p.blockSelector],
       result: r.json,
@@ -272,7 +285,16 @@ export function ethChainModule(
       // the reason and data), as the reference node does: tools then report the reason before
       // they send. The spec's "an estimate, not an error" is kept for a short balance.
       handler: async (_s, [req, block]) => {
-        const out = await reader.estimateGas(req, block);
+        // Where typed transactions are active, a request that does not say it is legacy may be
+        // sent as a typed one, whose access list (an empty one is 1 byte of RLP) costs 80 gas a
+        // byte: the estimate counts that byte, so that the transaction it prices gets in. viem
+        // and web3.js estimate without the list and send type 2 with an empty one.
+        // (On a network with an activation height ahead, 80 gas too many is harmless.)
+        const typed = req.accessListBytes === undefined && typedTransactionsFrom !== null;
+        const out = await reader.estimateGas(
+          typed ? Object.assign({}, req, { accessListBytes: 1 }) : req,
+          block,
+        );
         if (typeof out === "bigint") return out;
         throw callFailure(out);
       },

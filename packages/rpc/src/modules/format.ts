@@ -25,6 +25,7 @@ const ZERO_HASH = `0x${"00".repeat(32)}`;
 export function formatBlock(
   stored: StoredBlock,
   fullTransactions: boolean,
+  typedTransactionsFrom: bigint | null = null,
 ): Record<string, unknown> {
   const { header, transactions, uncles } = stored.block;
   let cumulativeDifficulty = header.difficulty;
@@ -33,6 +34,12 @@ export function formatBlock(
   return {
     ...formatHeaderFields(header, stored.hash),
     ...(pending ? { number: null, hash: null, nonce: null, logsBloom: null } : {}),
+    // Where typed transactions are active (RSKIP546) the block says its base fee, zero: tools
+    // (ethers, viem, web3.js, cast) read it to choose type 2 and price it; before, they see
+    // none and send legacy transactions.
+    ...(typedTransactionsFrom !== null && header.number >= typedTransactionsFrom
+      ? { baseFeePerGas: "0x0" }
+      : {}),
     cumulativeDifficulty: encodeQuantity(cumulativeDifficulty),
     totalDifficulty: encodeQuantity(stored.totalDifficulty),
     size: encodeQuantity(encodeBlock(stored.block).length),
@@ -97,8 +104,26 @@ export function formatTransaction(
     v: encodeQuantity(tx.v),
     r: encodeQuantity(tx.r),
     s: encodeQuantity(tx.s),
-    type: "0x0",
+    type: encodeQuantity(tx.type),
     ...(tx.chainId === undefined ? {} : { chainId: encodeQuantity(tx.chainId) }),
+    ...(tx.type === 0 ? {} : typedFields(tx)),
+  };
+}
+
+/** A typed transaction's own fields, as geth shows them (`gasPrice` is the effective one). */
+function typedFields(tx: SignedTransaction): Record<string, unknown> {
+  return {
+    ...(tx.type === 2
+      ? {
+          maxPriorityFeePerGas: encodeQuantity(tx.maxPriorityFeePerGas ?? 0n),
+          maxFeePerGas: encodeQuantity(tx.maxFeePerGas ?? 0n),
+        }
+      : {}),
+    accessList: tx.accessList.map((entry) => ({
+      address: bytesToHex(entry.address),
+      storageKeys: entry.storageKeys.map(bytesToHex),
+    })),
+    yParity: encodeQuantity(tx.v),
   };
 }
 
@@ -140,7 +165,7 @@ export function formatReceipt(found: IncludedReceipt): Record<string, unknown> {
       topics: log.topics.map(bytesToHex),
     })),
     logsBloom: bytesToHex(receipt.logsBloom),
-    type: "0x0",
+    type: encodeQuantity(tx.type),
     status: encodeQuantity(receipt.status),
   };
 }

@@ -501,8 +501,10 @@ describe("eth_sendRawTransaction of bytes that are no transaction", () => {
       "0xc980808094",
       "invalid transaction: invalid RLP: an item is longer than the data that holds it",
     ],
-    ["0x01c0", "typed transactions (EIP-2718 type 1) are not supported: send a legacy transaction"],
-    ["0x7f", "typed transactions (EIP-2718 type 127) are not supported: send a legacy transaction"],
+    ["0x01c0", "invalid type 1 transaction: expected 11 items, got 0"],
+    ["0x02c0", "invalid type 2 transaction: expected 12 items, got 0"],
+    ["0x03c0", "transaction type 3 is not supported: send a legacy, type 1 or type 2 transaction"],
+    ["0x7f", "transaction type 127 is not supported: send a legacy, type 1 or type 2 transaction"],
     [
       `0xc9${"80".repeat(9)}`,
       "invalid transaction signature: v 0 is neither 27, 28 nor an EIP-155 value",

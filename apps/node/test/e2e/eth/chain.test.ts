@@ -161,11 +161,7 @@ describe("bad input and lookups that find nothing", () => {
       "invalid transaction: expected a list, got a byte string",
     ],
     ["eth_sendRawTransaction", ["0xdeadbeef"], "invalid transaction: "],
-    [
-      "eth_sendRawTransaction",
-      ["0x02f8"],
-      "typed transactions (EIP-2718 type 2) are not supported: send a legacy transaction",
-    ],
+    ["eth_sendRawTransaction", ["0x02f8"], "invalid type 2 transaction: invalid RLP"],
   ])("%s %j answers -32602", async (method, params, message) => {
     const res = await call(node.url, method, params);
     expect(res.error).toMatchObject({ code: -32602, message: expect.stringContaining(message) });

@@ -337,12 +337,13 @@ describe("the pending block", () => {
       (await result(node.url, "eth_getBalance", [wallet.address, "pending"])) as string,
     );
     expect(balance - pendingBalance).toBe(42n);
+    // 21,000, and 80 for the empty access list of the typed transaction it may be sent as.
     expect(
       await result(node.url, "eth_estimateGas", [
         { from: wallet.address, to: TO, value: "0x1" },
         "pending",
       ]),
-    ).toBe("0x5208");
+    ).toBe("0x5258");
     expect(await result(node.url, "eth_getTransactionReceipt", [hash])).toBeNull();
   });
 });
