@@ -47,6 +47,7 @@ import {
   assembled,
   BlockProduction,
   type Execution,
+  type FailedTransaction,
   includedUncles,
   type MineOptions,
   type RejectedTransaction,
@@ -66,6 +67,8 @@ const HEAD_KEY = new TextEncoder().encode("head");
 export interface BuiltBlock {
   readonly included: readonly SignedTransaction[];
   readonly rejected: readonly RejectedTransaction[];
+  /** Those of `included` that failed (status 0), with the EVM's error and return data. */
+  readonly failed: readonly FailedTransaction[];
 }
 
 export interface MinedBlock extends StoredBlock, BuiltBlock {
@@ -581,7 +584,7 @@ export class Chain {
     );
     this.#writing = writing;
     try {
-      onBuilt({ included: run.included, rejected: run.rejected });
+      onBuilt({ included: run.included, rejected: run.rejected, failed: run.failed });
     } catch (err) {
       this.#log.error("A built-block listener failed", { error: (err as Error).message });
     }
@@ -632,6 +635,7 @@ export class Chain {
       receipts: run.receipts,
       included: run.included,
       rejected: run.rejected,
+      failed: run.failed,
     };
   }
 

@@ -21,7 +21,7 @@ export type { HeadChange } from "./forkChoice.js";
 export { DEV_ACCOUNT_BALANCE, genesisHeader, writeGenesisState } from "./genesis.js";
 export type { LocatedLog } from "./logRecords.js";
 export { mergedMiningRules, SYNTHETIC_SEALER } from "./mergedMining.js";
-export type { MineOptions, RejectedTransaction } from "./production.js";
+export type { FailedTransaction, MineOptions, RejectedTransaction } from "./production.js";
 export {
   BITCOIN_HEIGHT_WINDOW,
   blockLogs,

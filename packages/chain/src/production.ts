@@ -48,9 +48,20 @@ export interface Execution {
   readonly included: SignedTransaction[];
   readonly receipts: Receipt[];
   readonly rejected: RejectedTransaction[];
+  /** The included transactions that failed (status 0), with the EVM's error and return data. */
+  readonly failed: FailedTransaction[];
   readonly bloom: Uint8Array;
   readonly gasUsed: bigint;
   readonly paidFees: bigint;
+}
+
+/** An included transaction whose execution failed: a revert or an exceptional halt. */
+export interface FailedTransaction {
+  readonly tx: SignedTransaction;
+  /** The EVM's reason: `revert`, `out of gas`, `invalid opcode`, … */
+  readonly error: string;
+  /** The return data (a revert's reason or custom error). */
+  readonly returnValue: Uint8Array;
 }
 
 /** The state after the head, kept for building the next block (with its caches and EVM). */
@@ -177,6 +188,7 @@ export class BlockProduction {
     const included: SignedTransaction[] = [];
     const receipts: Receipt[] = [];
     const rejected: RejectedTransaction[] = [];
+    const failed: FailedTransaction[] = [];
     const bloom = new Uint8Array(256);
     let gasUsed = 0n;
     let paidFees = 0n;
@@ -198,6 +210,8 @@ export class BlockProduction {
           const outcome = await this.#executor.executeTransaction(state, tx, ctx, gasUsed);
           included.push(tx);
           receipts.push(outcome.receipt);
+          if (outcome.status === 0)
+            failed.push({ tx, error: outcome.error ?? "failed", returnValue: outcome.returnValue });
           orBloom(bloom, logsBloom(outcome.logs));
           gasUsed = outcome.cumulativeGasUsed;
           paidFees += outcome.fee;
@@ -219,7 +233,18 @@ export class BlockProduction {
       if (!closed) await state.manager.revert().catch(() => undefined);
     }
     const stateRoot = await state.commit();
-    return { store, state, stateRoot, included, receipts, rejected, bloom, gasUsed, paidFees };
+    return {
+      store,
+      state,
+      stateRoot,
+      included,
+      receipts,
+      rejected,
+      failed,
+      bloom,
+      gasUsed,
+      paidFees,
+    };
   }
 }
 

@@ -7,6 +7,12 @@ export const MinerErrorCode = {
   INVALID_TIMESTAMP: "MINER_INVALID_TIMESTAMP",
   /** An automined transaction the block could not include, with the EVM's reason (-32010). */
   TRANSACTION_REJECTED: "MINER_TRANSACTION_REJECTED",
+  /**
+   * An automined transaction that went into its block and failed there (a revert, an
+   * exceptional halt), with the reason and `meta.data`, the return data (-32015, as the
+   * reference node answers an instant-mined send that reverts).
+   */
+  TRANSACTION_REVERTED: "MINER_TRANSACTION_REVERTED",
 } as const;
 export type MinerErrorCode = (typeof MinerErrorCode)[keyof typeof MinerErrorCode];
 

@@ -7,6 +7,7 @@ import {
   type PendingBlock,
   type PendingSource,
 } from "@nodex/chain";
+import { decodeRevertReason } from "@nodex/evm";
 import { StateError, StateErrorCode } from "@nodex/state";
 import type { TxAdmission } from "@nodex/txpool";
 import {
@@ -189,6 +190,26 @@ export class BlockProducer implements PendingSource {
       throw new MinerError(MinerErrorCode.TRANSACTION_REJECTED, rejected.error.message, {
         hash: bytesToHex(tx.hash),
       });
+    }
+    // Mined, and failed: said as the reference node and Hardhat say it, so that the sender
+    // hears the reason (the transaction is in the block, with its receipt of status 0).
+    const failed = mined?.failed.find((f) => equalBytes(f.tx.hash, tx.hash));
+    if (failed !== undefined) {
+      const reason = failed.error === "revert" ? decodeRevertReason(failed.returnValue) : undefined;
+      const why =
+        failed.error !== "revert"
+          ? failed.error
+          : reason === undefined
+            ? "transaction reverted"
+            : `revert ${reason}`;
+      throw new MinerError(
+        MinerErrorCode.TRANSACTION_REVERTED,
+        `VM Exception while processing transaction: ${why}`,
+        {
+          hash: bytesToHex(tx.hash),
+          ...(failed.returnValue.length > 0 ? { data: bytesToHex(failed.returnValue) } : {}),
+        },
+      );
     }
     return tx.hash;
   }

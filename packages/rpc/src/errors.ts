@@ -85,6 +85,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [MinerErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.INVALID_TIMESTAMP]: RPCErrorCode.INVALID_PARAMS,
   [MinerErrorCode.TRANSACTION_REJECTED]: RPCErrorCode.TRANSACTION_REJECTED,
+  [MinerErrorCode.TRANSACTION_REVERTED]: RPCErrorCode.REVERTED,
   // Wallet failures: geth's -32000 (unknown, locked accounts, wrong passphrase, unreadable file).
   [WalletErrorCode.UNKNOWN_ACCOUNT]: RPCErrorCode.SERVER_ERROR,
   [WalletErrorCode.LOCKED]: RPCErrorCode.SERVER_ERROR,
@@ -102,7 +103,10 @@ export function toRPCError(err: unknown): RPCError {
   if (err instanceof RPCError) return err;
   if (err instanceof NodexError) {
     const code = domainCodes[err.code];
-    if (code !== undefined) return new RPCError(code, err.message);
+    // A revert's return data goes with it, as `eth_call`'s does.
+    const data = code === RPCErrorCode.REVERTED ? err.meta.data : undefined;
+    if (code !== undefined)
+      return new RPCError(code, err.message, typeof data === "string" ? data : undefined);
   }
   return new RPCError(RPCErrorCode.INTERNAL_ERROR, "internal error");
 }

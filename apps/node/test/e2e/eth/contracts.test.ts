@@ -202,7 +202,7 @@ describe("a contract that emits, reverts, panics and creates", () => {
     expect(receipt.gasUsed).toBeLessThanOrEqual(estimate);
   });
 
-  it("records a reverted transaction as status 0 when sent with explicit gas", async () => {
+  it("mines a reverting transaction sent with explicit gas, answering the revert as the reference node does", async () => {
     const signed = await owner.signTransaction({
       to: await lab.getAddress(),
       data: lab.interface.encodeFunctionData("fail", ["sent anyway"]),
@@ -213,7 +213,13 @@ describe("a contract that emits, reverts, panics and creates", () => {
       type: 0,
     });
     const sent = await call(node.url, "eth_sendRawTransaction", [signed]);
-    const receipt = await provider.getTransactionReceipt(sent.result as string);
+    // Automined: in a block with status 0, and the sender told why (-32015, reason and data).
+    expect(sent.error).toEqual({
+      code: -32015,
+      message: "VM Exception while processing transaction: revert sent anyway",
+      data: lab.interface.encodeErrorResult("Error", ["sent anyway"]),
+    });
+    const receipt = await provider.getTransactionReceipt(keccak256(signed));
     expect(receipt?.status).toBe(0);
     expect(receipt?.logs).toEqual([]);
     expect(receipt?.gasUsed).toBeLessThan(100_000n);
