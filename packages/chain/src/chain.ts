@@ -393,7 +393,34 @@ export class Chain {
     timestamp?: bigint,
     uncleCount = 0,
   ): BlockContext {
-    return this.#production.nextBlockContext(parent, coinbase, timestamp, uncleCount);
+    return this.#production.nextBlockContext(
+      parent,
+      coinbase,
+      timestamp,
+      uncleCount,
+      this.ancestorHashes(parent),
+    );
+  }
+
+  /**
+   * The hashes `BLOCKHASH` reads in the block after `parent`: block `number` of the chain that
+   * ends at `parent`, the canonical one or the branch `parent` is on (`undefined` past it).
+   */
+  ancestorHashes(parent: BlockHeader): (number: bigint) => Promise<Uint8Array | undefined> {
+    let parentHash: Uint8Array | undefined;
+    return async (number) => {
+      if (number < 0n || number > parent.number) return undefined;
+      parentHash ??= headerHash(parent);
+      if (number === parent.number) return parentHash;
+      const canonical = await this.#store.getCanonicalHash(parent.number);
+      if (canonical !== undefined && equalBytes(canonical, parentHash))
+        return this.#store.getCanonicalHash(number);
+      // A branch off the canonical chain: walked back from the parent.
+      let header: BlockHeader | undefined = parent;
+      while (header !== undefined && header.number > number)
+        header = await this.#store.getHeaderByHash(header.parentHash);
+      return header === undefined ? undefined : headerHash(header);
+    };
   }
 
   // Writes: one at a time, through the queue.
@@ -464,6 +491,7 @@ export class Chain {
       gasLimit: header.gasLimit,
       difficulty: header.difficulty,
       minimumGasPrice: header.minimumGasPrice,
+      blockHash: this.ancestorHashes(parent.block.header),
     };
     let run: Execution;
     try {
@@ -567,7 +595,14 @@ export class Chain {
     this.#db.checkWritable();
     const parent = this.#head;
     const uncles = await this.#uncleCandidates(parent);
-    const { header, run } = await this.#production.build(parent, uncles, txs, opts, false);
+    const { header, run } = await this.#production.build(
+      parent,
+      uncles,
+      txs,
+      opts,
+      false,
+      this.ancestorHashes(parent.block.header),
+    );
     if (onBuilt === undefined) return this.#sealAndWrite(parent, header, run, uncles);
     // Whoever is told answers now; sealing and writing wait for the next turn of the event
     // loop, so that the answer goes out first. Requests wait until the block is the head.
@@ -648,7 +683,14 @@ export class Chain {
     return this.#enqueue(async () => {
       const parent = this.#head;
       const uncles = await this.#uncleCandidates(parent);
-      const built = await this.#production.build(parent, uncles, txs, opts, true);
+      const built = await this.#production.build(
+        parent,
+        uncles,
+        txs,
+        opts,
+        true,
+        this.ancestorHashes(parent.block.header),
+      );
       return {
         block: assembled(built.header, built.run, uncles),
         parentHash: parent.hash,

@@ -106,6 +106,7 @@ export class BlockProduction {
     coinbase: Address,
     timestamp?: bigint,
     uncleCount = 0,
+    blockHash?: (number: bigint) => Promise<Uint8Array | undefined>,
   ): BlockContext {
     const now = timestamp ?? BigInt(Math.floor(Date.now() / 1000));
     const time = now > parent.timestamp ? now : parent.timestamp + 1n;
@@ -116,6 +117,7 @@ export class BlockProduction {
       gasLimit: parent.gasLimit,
       difficulty: this.#rules.difficulty(parent, time, uncleCount),
       minimumGasPrice: parent.minimumGasPrice,
+      ...(blockHash === undefined ? {} : { blockHash }),
     };
   }
 
@@ -129,9 +131,16 @@ export class BlockProduction {
     txs: readonly SignedTransaction[],
     opts: MineOptions,
     keepHeadState: boolean,
+    blockHash?: (number: bigint) => Promise<Uint8Array | undefined>,
   ): Promise<{ header: BlockHeader; uncles: BlockHeader[]; run: Execution }> {
     const parentHeader = parent.block.header;
-    const ctx = this.nextBlockContext(parentHeader, opts.coinbase, opts.timestamp, uncles.length);
+    const ctx = this.nextBlockContext(
+      parentHeader,
+      opts.coinbase,
+      opts.timestamp,
+      uncles.length,
+      blockHash,
+    );
     const run = await this.execute(parentHeader, ctx, txs, false, keepHeadState);
     const header: BlockHeader = {
       parentHash: parent.hash,

@@ -41,6 +41,7 @@ export async function replayBlock<T extends ExecutionTracer>(
     gasLimit: header.gasLimit,
     difficulty: header.difficulty,
     minimumGasPrice: header.minimumGasPrice,
+    blockHash: chain.ancestorHashes(parent),
   };
   const last = only ?? transactions.length - 1;
   const traced: TracedTransaction<T>[] = [];

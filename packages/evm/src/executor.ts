@@ -84,6 +84,33 @@ export interface BlockContext {
    * by `BLOBBASEFEE`. The chain has no blobs: 0 there.
    */
   readonly blobBaseFee?: bigint;
+  /**
+   * The hash of block `number` of this block's chain, asked by `BLOCKHASH` for one of the 256
+   * blocks before it (`undefined`, or no function: 0 is answered).
+   */
+  readonly blockHash?: (number: bigint) => Promise<Uint8Array | undefined>;
+}
+
+/** What `BLOCKHASH` reads through: the library asks its `blockchain` for a block by number. */
+type BlockSource = NonNullable<EVMOpts["blockchain"]>;
+
+const NO_BLOCK_HASH = new Uint8Array(32);
+
+/** The `blockchain` the EVM asks `BLOCKHASH`'s hashes of, for runs in `block`. */
+function blockSource(block: BlockContext): BlockSource {
+  const lookup = block.blockHash;
+  const source = {
+    getBlock: async (number: number | bigint | Uint8Array) => {
+      const hash =
+        lookup === undefined || typeof number === "object"
+          ? undefined
+          : await lookup(BigInt(number));
+      return { hash: () => hash ?? NO_BLOCK_HASH };
+    },
+    putBlock: async () => {},
+    shallowCopy: (): BlockSource => source,
+  } as unknown as BlockSource;
+  return source;
 }
 
 /** What running a transaction did. A failed execution (status 0) still uses gas and pays fees. */
@@ -405,6 +432,7 @@ export class Executor {
     }
 
     const evm = await this.#evmFor(state);
+    evm.blockchain = blockSource(block);
     await evm.journal.cleanup();
     // EIP-2200's original values are the slots' values when this transaction starts, also when
     // the block holds the state manager's checkpoint open across its transactions.
@@ -639,6 +667,7 @@ export class Executor {
     }
     const context = await this.#acquire(state);
     const evm = context.evm;
+    evm.blockchain = blockSource(block);
     try {
       evm.journal.cleanJournal();
       context.overlay.reset();
