@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -33,7 +34,34 @@ export const STATE_TESTS_COMMIT = "4c87ebbf024a3e9ec842bcce90564f629a3bcd82";
 export const STATE_TEST_FILES = 2_703;
 
 const REPOSITORY = resolve(dirname(fileURLToPath(import.meta.url)), "../../../..");
-export const STATE_TESTS_DIR = resolve(REPOSITORY, "../shared/vectors/ethereum-tests");
+const VECTORS = "../shared/vectors/ethereum-tests";
+
+/**
+ * Where the state tests are: `NODEX_STATE_TESTS_DIR` when set; else beside the repository
+ * (`../shared/vectors/ethereum-tests`); else, for a clone of a local repository (CI's fresh
+ * clone), beside the repository it was cloned from.
+ */
+function stateTestsDir(): string {
+  const given = process.env.NODEX_STATE_TESTS_DIR;
+  if (given !== undefined && given !== "") return resolve(given);
+  const beside = resolve(REPOSITORY, VECTORS);
+  if (existsSync(beside)) return beside;
+  try {
+    const origin = execFileSync("git", ["config", "--get", "remote.origin.url"], {
+      cwd: REPOSITORY,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+    const path = origin.startsWith("file://") ? fileURLToPath(origin) : origin;
+    if (path.startsWith("/")) {
+      const besideOrigin = resolve(path.replace(/\/\.git\/?$/, ""), VECTORS);
+      if (existsSync(besideOrigin)) return besideOrigin;
+    }
+  } catch {}
+  return beside;
+}
+
+export const STATE_TESTS_DIR = stateTestsDir();
 
 /**
  * The folders under `GeneralStateTests/` and their Cancun cases, as the README counts them: a
@@ -220,7 +248,7 @@ function testsRoot(): string {
   if (!existsSync(readme)) {
     throw new Error(
       `the Ethereum state tests are missing: expected ethereum/tests ${STATE_TESTS_COMMIT} ` +
-        `(GeneralStateTests and its README.md) at ${STATE_TESTS_DIR}, beside the repository`,
+        `(GeneralStateTests and its README.md) at ${STATE_TESTS_DIR}, beside the repository (or set NODEX_STATE_TESTS_DIR)`,
     );
   }
   if (!readFileSync(readme, "utf8").includes(STATE_TESTS_COMMIT)) {
