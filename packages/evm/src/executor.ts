@@ -18,13 +18,6 @@ import {
   type TransactionType,
 } from "@nodex/types";
 import { logsBloom } from "./bloom.js";
-import {
-  CallInterpreter,
-  type CallRules,
-  libraryAddress,
-  MAX_CALL_GAS,
-  StateReads,
-} from "./callInterpreter.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
 import { ecrecover } from "./ecrecover.js";
@@ -34,6 +27,13 @@ import { installFastOpcodes } from "./fastOpcodes.js";
 import { type FastPathStatus, fastPathStatus } from "./fastPaths.js";
 import { installExecuteCall, installFastSteps, installRunInterpreter, stop } from "./fastSteps.js";
 import { effectiveGasPrice, FeeRules } from "./feeRules.js";
+import {
+  CallInterpreter,
+  type CallRules,
+  libraryAddress,
+  MAX_CALL_GAS,
+  StateReads,
+} from "./interpreter/index.js";
 import { findInterpreter, installJumpAnalysisCache } from "./jumpAnalysis.js";
 import { decodeRevertReason } from "./revert.js";
 import { attachTracer, type ExecutionTracer, installStepHook, stateReader } from "./tracing.js";
@@ -221,7 +221,7 @@ export class Executor {
   readonly #libraryCalls: boolean;
   readonly #libraryTransactions: boolean;
   readonly #ethereumFees: boolean;
-  /** The interpreter of calls (`callInterpreter.ts`), made with the first EVM's tables. */
+  /** The interpreter of calls (`interpreter/`), made with the first EVM's tables. */
   #interpreter: Promise<CallInterpreter> | undefined;
   /** What calls read of each state, while it does not change (`StateReads`). */
   readonly #reads = new WeakMap<WorldState, StateReads>();
@@ -229,7 +229,7 @@ export class Executor {
   /**
    * `libraryOpcodes`: run `@ethereumjs/evm`'s own opcode and gas handlers, not the faster ones
    * of `fastOpcodes.ts`; `libraryCalls`, `libraryTransactions`: run every call, every
-   * transaction on the library, not on `callInterpreter.ts` first (same results; for tests that
+   * transaction on the library, not on `interpreter/` first (same results; for tests that
    * compare the two). `feeRules`: the chain's (the default) or Ethereum's (`FeeRules`).
    */
   constructor(

@@ -1,5 +1,9 @@
 import { EVMError } from "@ethereumjs/evm";
 import { keccak256 } from "@nodex/types";
+import { exponentBytes } from "./interpreter/arithmetic.js";
+import { GAS_PARAMS } from "./interpreter/gas.js";
+import { Op } from "./interpreter/opcodes.js";
+import { type AccessCosts, sloadGas } from "./interpreter/storage.js";
 import { bytesValue, wordBytes } from "./words.js";
 
 /**
@@ -104,17 +108,17 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
     if (e?.gasHandler !== undefined) e.gasHandler = handler;
   };
 
-  setOp(0x52, fastMstore as never);
-  setOp(0x00, stop as never);
+  setOp(Op.MSTORE, fastMstore as never);
+  setOp(Op.STOP, stop as never);
   if (common.isActivatedEIP(6800) || common.isActivatedEIP(7864)) return;
 
-  const memoryGas = common.param("memoryGas");
-  const quadCoefficient = common.param("quadCoefficientDivGas");
-  const keccakWordGas = common.param("keccak256WordGas");
-  const copyGas = common.param("copyGas");
-  const logTopicGas = common.param("logTopicGas");
-  const logDataGas = common.param("logDataGas");
-  const expByteGas = common.param("expByteGas");
+  const memoryGas = common.param(GAS_PARAMS.memory);
+  const quadCoefficient = common.param(GAS_PARAMS.quadDiv);
+  const keccakWordGas = common.param(GAS_PARAMS.keccakWord);
+  const copyGas = common.param(GAS_PARAMS.copy);
+  const logTopicGas = common.param(GAS_PARAMS.logTopic);
+  const logDataGas = common.param(GAS_PARAMS.logData);
+  const expByteGas = common.param(GAS_PARAMS.expByte);
 
   /** The gas of growing memory to cover `length` bytes at `offset` (the library's `subMemUsage`). */
   const memory = (rs: RunState, offset: bigint, length: bigint): bigint => {
@@ -132,14 +136,14 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
   };
 
   // --- gas ---------------------------------------------------------------------------------
-  setGas(0x0a, (rs, gas) => {
+  setGas(Op.EXP, (rs, gas) => {
     const exponent = rs.stack.peek(2)[1]!;
     if (exponent === 0n) return gas;
-    const bytes = Math.ceil(exponent.toString(2).length / 8);
+    const bytes = exponentBytes(exponent);
     if (bytes < 1 || bytes > 32) trap(EVMError.errorMessages.OUT_OF_RANGE);
     return gas + BigInt(bytes) * expByteGas;
   });
-  setGas(0x20, (rs, gas) => {
+  setGas(Op.KECCAK256, (rs, gas) => {
     const [offset, length] = rs.stack.peek(2) as [bigint, bigint];
     return gas + memory(rs, offset, length) + keccakWordGas * divCeil(length, 32n);
   });
@@ -148,22 +152,22 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
     gas += memory(rs, memOffset, length);
     return length === 0n ? gas : gas + copyGas * divCeil(length, 32n);
   };
-  setGas(0x37, copy); // CALLDATACOPY
-  setGas(0x39, copy); // CODECOPY
-  setGas(0x51, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 32n));
-  setGas(0x52, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 32n));
-  setGas(0x53, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 1n));
-  setGas(0x5e, (rs, gas) => {
+  setGas(Op.CALLDATACOPY, copy);
+  setGas(Op.CODECOPY, copy);
+  setGas(Op.MLOAD, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 32n));
+  setGas(Op.MSTORE, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 32n));
+  setGas(Op.MSTORE8, (rs, gas) => gas + memory(rs, rs.stack.peek()[0]!, 1n));
+  setGas(Op.MCOPY, (rs, gas) => {
     const [dst, src, length] = rs.stack.peek(3) as [bigint, bigint, bigint];
     gas += 3n * ((length + 31n) / 32n);
     gas += memory(rs, src, length);
     return gas + memory(rs, dst, length);
   });
-  for (let op = 0xa0; op <= 0xa4; op++) {
+  for (let op: number = Op.LOG0; op <= Op.LOG4; op++) {
     setGas(op, (rs, gas) => {
       if (rs.interpreter.isStatic()) trap(EVMError.errorMessages.STATIC_STATE_CHANGE);
       const [offset, length] = rs.stack.peek(2) as [bigint, bigint];
-      const topics = rs.opCode - 0xa0;
+      const topics = rs.opCode - Op.LOG0;
       if (topics < 0 || topics > 4) trap(EVMError.errorMessages.OUT_OF_RANGE);
       gas += memory(rs, offset, length);
       return gas + logTopicGas * BigInt(topics) + length * logDataGas;
@@ -173,29 +177,31 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
     const [offset, length] = rs.stack.peek(2) as [bigint, bigint];
     return gas + memory(rs, offset, length);
   };
-  setGas(0xf3, returning); // RETURN
-  setGas(0xfd, returning); // REVERT
+  setGas(Op.RETURN, returning);
+  setGas(Op.REVERT, returning);
   if (common.isActivatedEIP(2929)) {
-    const cold = common.param("coldsloadGas");
-    const warm = common.param("warmstoragereadGas");
-    setGas(0x54, (rs, gas) => {
+    const costs: AccessCosts<bigint> = {
+      coldSload: common.param(GAS_PARAMS.coldSload),
+      warmRead: common.param(GAS_PARAMS.warmRead),
+    };
+    setGas(Op.SLOAD, (rs, gas) => {
       const slot = wordBytes(rs.stack.peek()[0]!);
       const address = rs.interpreter.getAddress().bytes;
       const journal = rs.interpreter.journal;
-      if (journal.isWarmedStorage(address, slot)) return gas + warm;
-      journal.addWarmedStorage(address, slot);
-      return gas + cold;
+      const cold = !journal.isWarmedStorage(address, slot);
+      if (cold) journal.addWarmedStorage(address, slot);
+      return gas + sloadGas(cold, costs);
     });
   }
 
   // --- opcodes -----------------------------------------------------------------------------
-  setOp(0x20, (rs, c) => {
+  setOp(Op.KECCAK256, (rs, c) => {
     const [offset, length] = rs.stack.popN(2) as [bigint, bigint];
     const data = length === 0n ? new Uint8Array(0) : rs.memory.read(Number(offset), Number(length));
     // The Common's hash (the node's keccak256) when it has one, as the library picks it.
     rs.stack.push(bytesValue((c.customCrypto?.keccak256 ?? keccak256)(data)));
   });
-  setOp(0x35, (rs) => {
+  setOp(Op.CALLDATALOAD, (rs) => {
     const position = rs.stack.pop();
     const data = rs.interpreter.getCallData();
     if (position >= BigInt(data.length)) {
@@ -207,16 +213,16 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
     word.set(data.subarray(at, at + 32));
     rs.stack.push(bytesValue(word));
   });
-  setOp(0x51, (rs) => {
+  setOp(Op.MLOAD, (rs) => {
     const position = rs.stack.pop();
     rs.stack.push(bytesValue(rs.memory.read(Number(position), 32, true)));
   });
-  setOp(0x54, async (rs) => {
+  setOp(Op.SLOAD, async (rs) => {
     const value = await rs.interpreter.storageLoad(wordBytes(rs.stack.pop()));
     rs.stack.push(value.length === 0 ? 0n : bytesValue(value));
   });
   const push = (rs: RunState) => {
-    const n = rs.opCode - 0x5f;
+    const n = rs.opCode - Op.PUSH0;
     if (!rs.shouldDoJumpAnalysis) {
       rs.stack.push(rs.cachedPushes[rs.programCounter]!);
       rs.programCounter += n;
@@ -228,5 +234,5 @@ export function installFastOpcodes(evm: object, stop: (runState: never) => void)
     rs.programCounter += n;
     rs.stack.push(bytesValue(bytes));
   };
-  for (let op = 0x60; op <= 0x7f; op++) setOp(op, push);
+  for (let op: number = Op.PUSH1; op <= Op.PUSH32; op++) setOp(op, push);
 }

@@ -5,7 +5,7 @@ import { Hardfork } from "@ethereumjs/common";
 
 /**
  * The version of `@ethereumjs/evm` the fast paths were verified on: the interpreter of calls
- * (`callInterpreter.ts`) reads the library's opcode table and gas parameters, and the patches
+ * (`interpreter/`) reads the library's opcode table and gas parameters, and the patches
  * (`fastSteps.ts`, `fastOpcodes.ts`, `fastJournal.ts`, `jumpAnalysis.ts`, `common.ts`) replace
  * private members of its classes (`_executeCall`, `_runState`, the journal, …). The package pins
  * this version exactly; another one installed turns them all off.

@@ -1,6 +1,6 @@
 /**
  * EVM words (BigInts, 0 ≤ w < 2²⁵⁶) to and from big-endian bytes, for the opcode handlers put in
- * the library's table (`fastOpcodes.ts`) and the interpreter of calls (`callInterpreter.ts`).
+ * the library's table (`fastOpcodes.ts`) and the interpreter of calls (`interpreter/`).
  */
 
 /** BigInt of each byte value. */

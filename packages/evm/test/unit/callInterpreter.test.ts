@@ -14,8 +14,8 @@ import {
   type UnsignedTransaction,
 } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { CallInterpreter } from "../../src/callInterpreter.js";
 import { type CallRequest, Executor } from "../../src/index.js";
+import { CallInterpreter } from "../../src/interpreter/index.js";
 import { deployCode, push, regtestTx } from "./bytecode.js";
 import { BLOCK, DEAD, ROUNDS, tokenCreation, word } from "./fixtures.js";
 import {

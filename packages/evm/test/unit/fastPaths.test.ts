@@ -5,7 +5,6 @@ import { Hardfork } from "@ethereumjs/common";
 import { Database, NodeStore, WorldState } from "@nodex/state";
 import { deriveDevAccounts, hexToBytes, NETWORKS } from "@nodex/types";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { CallInterpreter } from "../../src/callInterpreter.js";
 import {
   EVM_HARDFORK,
   Executor,
@@ -14,6 +13,7 @@ import {
   VERIFIED_EVM_VERSION,
   VERIFIED_HARDFORK,
 } from "../../src/index.js";
+import { CallInterpreter } from "../../src/interpreter/index.js";
 import { deployCode, regtestTx } from "./bytecode.js";
 import { BLOCK } from "./fixtures.js";
 

@@ -1,179 +1,60 @@
 import type { StateManagerInterface } from "@ethereumjs/common";
-import { Address as EJSAddress } from "@ethereumjs/util";
 import { type Address, bytesToUnprefixedHex, type Hash32, keccak256, type Log } from "@nodex/types";
-import type { CodeByHash } from "./callState.js";
-import { VERIFIED_HARDFORK } from "./fastPaths.js";
-import { bytesValue, SMALL, wordBytes, wordOf, writeWord } from "./words.js";
+import type { CodeByHash } from "../callState.js";
+import { bytesValue, SMALL, wordBytes, wordOf, writeWord } from "../words.js";
+import {
+  type AccountView,
+  ADDRESS_MASK,
+  accountView,
+  addressKey,
+  type BaseAccount,
+  KECCAK_EMPTY,
+  KECCAK_EMPTY_KEY,
+  libraryAddress,
+  NO_ACCOUNT,
+  type StateReads,
+} from "./accounts.js";
+import { exp, exponentBytes, MASK, signed } from "./arithmetic.js";
+import type { CallEnvironment, CallRules, TransactionResult } from "./callRules.js";
+import { analyse } from "./code.js";
+import type { Gas } from "./gas.js";
+import {
+  HALTED,
+  Halt,
+  INVALID_JUMP,
+  INVALID_OPCODE,
+  OUT_OF_GAS,
+  STACK_OVERFLOW,
+  STACK_UNDERFLOW,
+  STATIC_STATE_CHANGE,
+  Unsupported,
+} from "./halts.js";
+import { copyPadded, EMPTY, Memory, small, words } from "./memory.js";
+import { Op } from "./opcodes.js";
+import { sloadGas, sstoreGas, sstoreRefund } from "./storage.js";
 
 /**
- * An interpreter for calls that change nothing (`eth_call`): the message calls of a read, run
- * with number gas, plain arrays of BigInt words and the state read straight from the world
- * state, without `@ethereumjs/evm`'s message, interpreter, journal and state-manager objects
- * around each frame.
- *
- * It covers what reads do: every opcode of the chain's rules but the ones below, calls of all
- * four kinds between contracts and to precompiles (run on the library's own functions), value
- * moved by them and by the call itself (with the library's top-up of a sender short of it),
- * storage and transient storage written and reverted per message, EIP-2929 access costs,
- * EIP-2200 storage costs, logs (charged, dropped).
- * Anything else makes `call` answer `undefined`, and the caller runs the whole call again on
- * the library, from the start: nothing a call does outlives it, so a second run sees what the
- * first one saw. Left to the library:
- * - creations (`CREATE`, `CREATE2`, calls without `to`), `SELFDESTRUCT`, `BLOCKHASH`;
- * - code that starts with the EOF magic, read by `EXTCODE*`;
- * - a recursion deep enough to run out of JavaScript stack;
- * - a call that ends in an exceptional halt (out of gas, invalid opcode, …): the library gives
- *   the error its own words (unless the caller asks for no more than the failure: `halts`);
- * - opcodes of the rules this file does not know (an upgrade adds them to the library's table
- *   first, so they are noticed rather than misrun).
- *
- * The gas of each opcode is the library's: its static fees are read from the EVM's opcode table
- * and its parameters from the `Common`; the dynamic parts follow its gas handlers, in the same
- * order. `callInterpreter.test.ts` runs random programs and calls between contracts on both and
- * compares return data, status and gas used.
+ * A call's run: its frames, and the dispatch of their opcodes (`#exec`, one `switch` with a
+ * case per opcode of `Op`, in the order of the opcodes). Each case is written as its byte, typed
+ * as its name (`case 0x54 satisfies typeof Op.SLOAD:`, which tsc checks and erases to
+ * `case 0x54:`): V8 makes a jump table only of a `switch` whose cases are number literals, and
+ * compares one case after the other when they are `Op.SLOAD`, which made an ERC-20's
+ * `balanceOf` call some 40 % slower. The rules that are more than a few
+ * lines live beside it, by family: arithmetic (`arithmetic.ts`), memory (`memory.ts`), storage
+ * (`storage.ts`: SLOAD's and SSTORE's costs and refunds), accounts (`accounts.ts`), code
+ * analysis (`code.ts`); calls (`#call`) and logs (`#keepLog`) are methods of the run, which
+ * holds the state they change.
  */
 
-const MASK = (1n << 256n) - 1n;
-const SIGN_BIT = 1n << 255n;
-const TWO_256 = 1n << 256n;
-const ADDRESS_MASK = (1n << 160n) - 1n;
-const EMPTY = new Uint8Array(0);
-/** The largest frame gas the number arithmetic here takes: 2³², far above any block's limit. */
-export const MAX_CALL_GAS = 2 ** 32;
-/** Memory beyond this many words costs more than `MAX_CALL_GAS` (3w + w²/512 > 2³²). */
-const MAX_WORDS = 2 ** 21;
 const STACK_LIMIT = 1024;
 const CALL_DEPTH_LIMIT = 1024;
 
-/** Thrown inside a run when the call needs the library; `call` answers `undefined`. */
-class Unsupported {
-  constructor(readonly why: string) {}
-}
-
-/** An exceptional halt of a frame: all its gas is gone, its changes undone. */
-class Halt {
-  constructor(readonly error: string) {}
-}
-
-const OUT_OF_GAS = new Halt("out of gas");
-const STACK_UNDERFLOW = new Halt("stack underflow");
-const STACK_OVERFLOW = new Halt("stack overflow");
-const INVALID_JUMP = new Halt("invalid JUMP");
-const INVALID_OPCODE = new Halt("invalid opcode");
-const STATIC_STATE_CHANGE = new Halt("static state change");
-
-/** Jump destinations and push values of a code array, made once per array. */
-interface CodeInfo {
-  /** 1 where a JUMPDEST is an opcode (not push data). */
-  readonly jumps: Uint8Array;
-  /** The value each PUSH3…PUSH32 at that offset pushes (right-padded at the code's end). */
-  readonly pushes: (bigint | undefined)[];
-}
-
-const codeInfos = new WeakMap<Uint8Array, CodeInfo>();
-
-function analyse(code: Uint8Array): CodeInfo {
-  let info = codeInfos.get(code);
-  if (info !== undefined) return info;
-  const jumps = new Uint8Array(code.length);
-  const pushes: (bigint | undefined)[] = [];
-  for (let pc = 0; pc < code.length; pc++) {
-    const op = code[pc]!;
-    if (op === 0x5b) jumps[pc] = 1;
-    else if (op >= 0x60 && op <= 0x7f) {
-      const n = op - 0x5f;
-      if (n >= 3) {
-        // Past the code's end a push reads zeros: its bytes are shifted up as if they were there.
-        const have = Math.min(n, code.length - pc - 1);
-        pushes[pc] = wordOf(code, pc + 1, have) << BigInt(8 * (n - have));
-      }
-      pc += n;
-    }
-  }
-  info = { jumps, pushes };
-  codeInfos.set(code, info);
-  return info;
-}
-
-/** The gas rules of the chain, read from the library's tables once. */
-export interface CallRules {
-  /** Static fee of each opcode; -1 where the rules have no such opcode. */
-  readonly fees: Int32Array;
-  /** Addresses warm from the start as the library's precompile table lists them (40 hex digits). */
-  readonly precompiles: ReadonlySet<string>;
-  /** Those of them that run (a precompile taken out by the chain's rules stays in the table). */
-  readonly running: ReadonlySet<string>;
-  /** Runs the precompile at `key` as the library does (its own functions). */
-  readonly runPrecompile: (
-    key: string,
-    data: Uint8Array,
-    gas: number,
-  ) => Promise<{ readonly gasUsed: number; readonly output: Uint8Array } | undefined>;
-  readonly chainId: bigint;
-  readonly param: (name: string) => bigint;
-  /** The hardfork of the rules: the interpreter runs only `VERIFIED_HARDFORK`'s. */
-  readonly hardfork: string;
-}
-
-/** The transaction and block a call runs in. */
-export interface CallEnvironment {
-  readonly from: Uint8Array;
-  readonly to: Uint8Array;
-  readonly data: Uint8Array;
-  readonly value: bigint;
-  /** Gas for execution: the call's gas less the intrinsic gas. */
-  readonly gas: number;
-  readonly gasPrice: bigint;
-  readonly coinbase: Uint8Array;
-  readonly number: bigint;
-  readonly timestamp: bigint;
-  readonly gasLimit: bigint;
-  readonly difficulty: bigint;
-  /** BASEFEE: 0 on the chain (Ethereum's fee rules give the block's). */
-  readonly baseFee: bigint;
-  /** BLOBBASEFEE: 0 on the chain, which has no blobs (Ethereum's fee rules give the block's). */
-  readonly blobBaseFee: bigint;
-}
-
-/**
- * What a transaction's run did (`CallInterpreter.transact`), for the executor to write into the
- * state: nothing is written while it runs.
- */
-export interface TransactionResult {
-  readonly success: boolean;
-  /** The return data, or the revert data. */
-  readonly output: Uint8Array;
-  /** Execution gas used (without the intrinsic gas), before refunds. */
-  readonly gasUsed: number;
-  /** The refund counter at the end (EIP-2200 with EIP-3529's values), before its cap. */
-  readonly refund: number;
-  /** The logs, in order (none when it failed). */
-  readonly logs: readonly Log[];
-  /** Every balance it changed, by address key (40 hex digits), the sender's included. */
-  readonly balances: ReadonlyMap<string, bigint>;
-  /** The slots whose value it changed, by address key, with their new values. */
-  readonly storage: ReadonlyMap<string, ReadonlyMap<bigint, bigint>>;
-}
-
-export interface CallResult {
-  readonly success: boolean;
-  /** It ended in an exceptional halt (only with `halts`): all its gas is used. */
-  readonly halted: boolean;
-  /** The return data, or the revert data. */
-  readonly output: Uint8Array;
-  /** Execution gas used (without the intrinsic gas). */
-  readonly gasUsed: number;
-}
-
 /** What a frame ended with. */
-interface FrameEnd {
+export interface FrameEnd {
   readonly success: boolean;
   readonly gasLeft: number;
   readonly output: Uint8Array;
 }
-
-/** An account as a call sees it. */
-type AccountView = BaseAccount;
 
 interface Frame {
   readonly address: bigint;
@@ -187,284 +68,12 @@ interface Frame {
   readonly depth: number;
 }
 
-function addressKey(word: bigint): string {
-  return (word & ADDRESS_MASK).toString(16).padStart(40, "0");
-}
-
-function signed(x: bigint): bigint {
-  return x >= SIGN_BIT ? x - TWO_256 : x;
-}
-
-function exp(base: bigint, exponent: bigint): bigint {
-  let result = 1n;
-  let b = base & MASK;
-  let e = exponent;
-  while (e > 0n) {
-    if ((e & 1n) === 1n) result = (result * b) & MASK;
-    e >>= 1n;
-    if (e > 0n) b = (b * b) & MASK;
-  }
-  return result;
-}
-
-/** A small non-negative number from a word, or Infinity when it is beyond any memory. */
-function small(word: bigint): number {
-  return word > 0xffffffffn ? Number.POSITIVE_INFINITY : Number(word);
-}
-
-function words(size: number): number {
-  return Math.ceil(size / 32);
-}
-
-/** Memory buffers of finished frames, zeroed, for the next frames (of any call). */
-const POOLED_BYTES = 4096;
-const pool: Uint8Array[] = [];
-
-/** A frame's memory and what it has cost so far. */
-class Memory {
-  buf: Uint8Array = EMPTY;
-  words = 0;
-  cost = 0;
-
-  /** Gives the buffer back to the pool once the frame is over (nothing may keep views of it). */
-  release(): void {
-    const buf = this.buf;
-    if (buf.length === POOLED_BYTES && pool.length < 64) {
-      buf.fill(0, 0, this.words * 32);
-      pool.push(buf);
-    }
-    this.buf = EMPTY;
-  }
-
-  /**
-   * The gas to grow memory over `[offset, offset + size)` (nothing when `size` is 0), growing it.
-   * Infinity when it cannot be paid with any gas a call has.
-   */
-  expand(offset: number, size: number, memoryGas: number, quadDiv: number): number {
-    if (size === 0) return 0;
-    const end = offset + size;
-    if (end > MAX_WORDS * 32) return Number.POSITIVE_INFINITY;
-    const w = Math.ceil(end / 32);
-    if (w <= this.words) return 0;
-    const cost = w * memoryGas + Math.floor((w * w) / quadDiv);
-    const extra = cost - this.cost;
-    this.cost = cost;
-    this.words = w;
-    if (this.buf.length < w * 32) {
-      if (this.buf.length === 0 && w * 32 <= POOLED_BYTES) {
-        this.buf = pool.pop() ?? new Uint8Array(POOLED_BYTES);
-      } else {
-        const buf = new Uint8Array(Math.max(w * 32, this.buf.length * 2));
-        buf.set(this.buf);
-        this.buf = buf;
-      }
-    }
-    return extra;
-  }
-}
-
-/** Copies `size` bytes of `source` from `from` (zeros past its end) into `target` at `to`. */
-function copyPadded(
-  target: Uint8Array,
-  to: number,
-  source: Uint8Array,
-  from: bigint,
-  size: number,
-): void {
-  if (size === 0) return;
-  const start = from > BigInt(source.length) ? source.length : Number(from);
-  const available = Math.min(size, source.length - start);
-  if (available > 0) target.set(source.subarray(start, start + available), to);
-  if (available < size) target.fill(0, to + Math.max(available, 0), to + size);
-}
-
-/** An account as the state holds it (a call's sender is seen with one more nonce: `#account`). */
-interface BaseAccount {
-  readonly balance: bigint;
-  readonly codeHash: Uint8Array;
-  /** The code hash as the key of `CodeByHash`. */
-  readonly codeKey: string;
-  readonly nonceZero: boolean;
-  /** EIP-161: no nonce, no balance, no code. */
-  readonly empty: boolean;
-  readonly hasCode: boolean;
-}
-
-/**
- * `account` with another balance, nonce and emptiness, field by field: on V8 11 (Node 20) a
- * spread followed by more fields gets a hidden class of its own each time.
- */
-function accountView(
-  account: BaseAccount,
-  balance: bigint,
-  nonceZero: boolean,
-  empty: boolean,
-): BaseAccount {
-  return {
-    balance,
-    codeHash: account.codeHash,
-    codeKey: account.codeKey,
-    nonceZero,
-    empty,
-    hasCode: account.hasCode,
-  };
-}
-
-/** Entries (accounts and slots) `StateReads` keeps of one state before it starts over. */
-const READS_LIMIT = 8_192;
-
-/**
- * What calls read of one state (accounts, storage values), kept from one call to the next while
- * the state's change count (`WorldState.changes`) stays the same, up to `READS_LIMIT` entries:
- * the state manager's own caches answer in 1–3 µs a read (hex keys, an ordered map, RLP
- * decoded again each time), these in a map lookup. A call takes the maps as they are when it
- * starts: a change starts new ones, and reads that were under way go to the old ones.
- */
-export class StateReads {
-  #changes = Number.NaN;
-  accounts = new Map<string, BaseAccount | null>();
-  storage = new Map<string, Map<bigint, bigint>>();
-  size = 0;
-
-  /** These reads, for a call on the state at change count `changes`. */
-  at(changes: number): this {
-    if (changes !== this.#changes || this.size > READS_LIMIT) {
-      this.#changes = changes;
-      this.accounts = new Map();
-      this.storage = new Map();
-      this.size = 0;
-    }
-    return this;
-  }
-}
-
-/**
- * Runs calls on a world state's `StateManagerInterface` (only read). One interpreter serves any
- * number of calls at once: each call's changes live in its own `CallRun`.
- */
-export class CallInterpreter {
-  readonly #rules: CallRules;
-  readonly #code: CodeByHash;
-  readonly #g: Record<string, number>;
-
-  constructor(rules: CallRules, code: CodeByHash) {
-    // Its opcodes and gas rules are Cancun's: another hardfork's calls are the library's.
-    if (rules.hardfork !== VERIFIED_HARDFORK)
-      throw new RangeError(
-        `the interpreter of calls runs ${VERIFIED_HARDFORK}'s rules, not ${rules.hardfork}'s`,
-      );
-    this.#rules = rules;
-    this.#code = code;
-    const p = (name: string) => Number(rules.param(name));
-    this.#g = {
-      memory: p("memoryGas"),
-      quadDiv: p("quadCoefficientDivGas"),
-      copy: p("copyGas"),
-      keccakWord: p("keccak256WordGas"),
-      expByte: p("expByteGas"),
-      logTopic: p("logTopicGas"),
-      logData: p("logDataGas"),
-      warmRead: p("warmstoragereadGas"),
-      coldSload: p("coldsloadGas"),
-      coldAccount: p("coldaccountaccessGas"),
-      sentry: p("sstoreSentryEIP2200Gas"),
-      sstoreNoop: p("sstoreNoopEIP2200Gas"),
-      sstoreDirty: p("sstoreDirtyEIP2200Gas"),
-      sstoreInit: p("sstoreInitEIP2200Gas"),
-      sstoreClean: p("sstoreCleanEIP2200Gas"),
-      valueTransfer: p("callValueTransferGas"),
-      newAccount: p("callNewAccountGas"),
-      stipend: p("callStipendGas"),
-      sstoreReset: p("sstoreResetGas"),
-      sstoreInitRefund: p("sstoreInitRefundEIP2200Gas"),
-      sstoreCleanRefund: p("sstoreCleanRefundEIP2200Gas"),
-      sstoreClearRefund: p("sstoreClearRefundEIP2200Gas"),
-    };
-  }
-
-  /**
-   * The call's result, or `undefined` when the library must run it (see the file's comment).
-   * With `halts`, a call that ends in an exceptional halt is answered too, as a failure that
-   * used all its gas (for callers that need no more than that, as `eth_estimateGas`'s probes).
-   */
-  async call(
-    base: StateManagerInterface,
-    env: CallEnvironment,
-    halts = false,
-    reads: StateReads = new StateReads().at(0),
-  ): Promise<CallResult | undefined> {
-    if (!(env.gas >= 0 && env.gas <= MAX_CALL_GAS)) return undefined;
-    const run = new CallRun(base, this.#code, this.#rules, this.#g, env, reads, undefined);
-    try {
-      const end = await run.top();
-      if (end.output === HALTED && !halts) return undefined;
-      return {
-        success: end.success,
-        halted: end.output === HALTED,
-        output: end.output,
-        gasUsed: env.gas - end.gasLeft,
-      };
-    } catch (error) {
-      return unsupported(error);
-    }
-  }
-
-  /**
-   * Runs a transaction's message call (not a creation) on `base`, which it only reads: the
-   * sender has paid the gas up front (`senderBalance` is what it holds after that) and its
-   * nonce is raised. The changes come back in the result, for the caller to write. `undefined`
-   * when the library must run it: what `call` leaves to it, a transaction that ends in an
-   * exceptional halt (the library gives the error its words), and one that would leave an
-   * account empty (EIP-161's deletion of touched empty accounts is the library's).
-   */
-  async transact(
-    base: StateManagerInterface,
-    env: CallEnvironment,
-    senderBalance: bigint,
-    reads: StateReads = new StateReads().at(0),
-  ): Promise<TransactionResult | undefined> {
-    if (!(env.gas >= 0 && env.gas <= MAX_CALL_GAS)) return undefined;
-    const run = new CallRun(base, this.#code, this.#rules, this.#g, env, reads, senderBalance);
-    try {
-      const end = await run.top();
-      if (end.output === HALTED) return undefined;
-      return run.changes(end, env.gas);
-    } catch (error) {
-      return unsupported(error);
-    }
-  }
-}
-
-/** `undefined` for a run that needs the library; rethrows anything else. */
-function unsupported(error: unknown): undefined {
-  if (error instanceof Unsupported) return undefined;
-  // Out of JavaScript stack in a deep recursion of frames: the library's run decides.
-  if (error instanceof RangeError) return undefined;
-  throw error;
-}
-
-/** The library's address objects by hex key, shared by calls (they are never changed). */
-const addresses = new Map<string, EJSAddress>();
-
-/** The library's address object of an address key (40 hex digits), shared: never change it. */
-export function libraryAddress(key: string): EJSAddress {
-  let address = addresses.get(key);
-  if (address === undefined) {
-    const bytes = new Uint8Array(20);
-    for (let i = 0; i < 20; i++) bytes[i] = Number.parseInt(key.slice(2 * i, 2 * i + 2), 16);
-    address = new EJSAddress(bytes);
-    if (addresses.size >= 10_000) addresses.clear();
-    addresses.set(key, address);
-  }
-  return address;
-}
-
 /** One call: its warm sets, its writes and their undo log, the accounts it read. */
-class CallRun {
+export class CallRun {
   readonly #base: StateManagerInterface;
   readonly #codes: CodeByHash;
   readonly #rules: CallRules;
-  readonly #g: Record<string, number>;
+  readonly #g: Gas;
   readonly #env: CallEnvironment;
   readonly #fees: Int32Array;
   readonly #origin: bigint;
@@ -496,7 +105,7 @@ class CallRun {
     base: StateManagerInterface,
     codes: CodeByHash,
     rules: CallRules,
-    g: Record<string, number>,
+    g: Gas,
     env: CallEnvironment,
     reads: StateReads,
     senderBalance: bigint | undefined,
@@ -757,10 +366,10 @@ class CallRun {
 
   /** EIP-2929: the cost of touching an address, which is warm afterwards. */
   #touch(key: string): number {
-    if (this.#warmAddresses.has(key) || this.#rules.precompiles.has(key)) return this.#g.warmRead!;
+    if (this.#warmAddresses.has(key) || this.#rules.precompiles.has(key)) return this.#g.warmRead;
     this.#warmAddresses.add(key);
     this.#undo.push(() => this.#warmAddresses.delete(key));
-    return this.#g.coldAccount!;
+    return this.#g.coldAccount;
   }
 
   /** Whether the slot is warm (without warming it). */
@@ -798,29 +407,6 @@ class CallRun {
     return end;
   }
 
-  /**
-   * The refund counter's change for an SSTORE that changes the slot, as the library's EIP-2200
-   * handler makes it (its reductions stop at zero), with EIP-2929's refunds for a warm slot.
-   */
-  #sstoreRefund(key: string, slot: bigint, original: bigint, current: bigint, value: bigint): void {
-    const g = this.#g;
-    let refund = this.#refund;
-    if (original === current) {
-      if (original !== 0n && value === 0n) refund += g.sstoreClearRefund!;
-    } else {
-      if (original !== 0n) {
-        if (current === 0n) refund = Math.max(0, refund - g.sstoreClearRefund!);
-        else if (value === 0n) refund += g.sstoreClearRefund!;
-      }
-      if (original === value) {
-        const warm = this.#isWarmSlot(key, slot);
-        if (original === 0n) refund += warm ? g.sstoreInit! - g.warmRead! : g.sstoreInitRefund!;
-        else refund += warm ? g.sstoreReset! - g.coldSload! - g.warmRead! : g.sstoreCleanRefund!;
-      }
-    }
-    if (refund !== this.#refund) this.#setRefund(refund);
-  }
-
   async #exec(f: Frame, mem: Memory): Promise<FrameEnd> {
     const g = this.#g;
     const fees = this.#fees;
@@ -830,8 +416,8 @@ class CallRun {
     const lengthWord = BigInt(length);
     const { jumps, pushes } = analyse(code);
     const stack: bigint[] = [];
-    const memGas = g.memory!;
-    const quadDiv = g.quadDiv!;
+    const memGas = g.memory;
+    const quadDiv = g.quadDiv;
     let returnData: Uint8Array = EMPTY;
     let gas = f.gas;
     let pc = 0;
@@ -845,55 +431,55 @@ class CallRun {
       const sp = stack.length;
       pc++;
       switch (op) {
-        case 0x00: // STOP
+        case 0x00 satisfies typeof Op.STOP:
           return { success: true, gasLeft: gas, output: EMPTY };
-        case 0x01: {
+        case 0x01 satisfies typeof Op.ADD: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = (a + stack[sp - 2]!) & MASK;
           break;
         }
-        case 0x02: {
+        case 0x02 satisfies typeof Op.MUL: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = (a * stack[sp - 2]!) & MASK;
           break;
         }
-        case 0x03: {
+        case 0x03 satisfies typeof Op.SUB: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = (a - stack[sp - 2]!) & MASK;
           break;
         }
-        case 0x04: {
+        case 0x04 satisfies typeof Op.DIV: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           const b = stack[sp - 2]!;
           stack[sp - 2] = b === 0n ? 0n : a / b;
           break;
         }
-        case 0x05: {
+        case 0x05 satisfies typeof Op.SDIV: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           const b = stack[sp - 2]!;
           stack[sp - 2] = b === 0n ? 0n : (signed(a) / signed(b)) & MASK;
           break;
         }
-        case 0x06: {
+        case 0x06 satisfies typeof Op.MOD: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           const b = stack[sp - 2]!;
           stack[sp - 2] = b === 0n ? 0n : a % b;
           break;
         }
-        case 0x07: {
+        case 0x07 satisfies typeof Op.SMOD: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           const b = stack[sp - 2]!;
           stack[sp - 2] = b === 0n ? 0n : (signed(a) % signed(b)) & MASK;
           break;
         }
-        case 0x08: {
+        case 0x08 satisfies typeof Op.ADDMOD: {
           if (sp < 3) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           const b = stack.pop()!;
@@ -901,7 +487,7 @@ class CallRun {
           stack[sp - 3] = n === 0n ? 0n : (a + b) % n;
           break;
         }
-        case 0x09: {
+        case 0x09 satisfies typeof Op.MULMOD: {
           if (sp < 3) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           const b = stack.pop()!;
@@ -909,19 +495,19 @@ class CallRun {
           stack[sp - 3] = n === 0n ? 0n : (a * b) % n;
           break;
         }
-        case 0x0a: {
+        case 0x0a satisfies typeof Op.EXP: {
           // EXP: 50 gas per byte of the exponent
           if (sp < 2) throw STACK_UNDERFLOW;
           const e = stack[sp - 2]!;
           if (e !== 0n) {
-            gas -= g.expByte! * Math.ceil(e.toString(2).length / 8);
+            gas -= g.expByte * exponentBytes(e);
             if (gas < 0) throw OUT_OF_GAS;
           }
           const a = stack.pop()!;
           stack[sp - 2] = exp(a, e);
           break;
         }
-        case 0x0b: {
+        case 0x0b satisfies typeof Op.SIGNEXTEND: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const k = stack.pop()!;
           const x = stack[sp - 2]!;
@@ -932,105 +518,103 @@ class CallRun {
           }
           break;
         }
-        case 0x10: {
+        case 0x10 satisfies typeof Op.LT: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = a < stack[sp - 2]! ? 1n : 0n;
           break;
         }
-        case 0x11: {
+        case 0x11 satisfies typeof Op.GT: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = a > stack[sp - 2]! ? 1n : 0n;
           break;
         }
-        case 0x12: {
+        case 0x12 satisfies typeof Op.SLT: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = signed(a) < signed(stack[sp - 2]!) ? 1n : 0n;
           break;
         }
-        case 0x13: {
+        case 0x13 satisfies typeof Op.SGT: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = signed(a) > signed(stack[sp - 2]!) ? 1n : 0n;
           break;
         }
-        case 0x14: {
+        case 0x14 satisfies typeof Op.EQ: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = a === stack[sp - 2]! ? 1n : 0n;
           break;
         }
-        case 0x15:
+        case 0x15 satisfies typeof Op.ISZERO:
           if (sp < 1) throw STACK_UNDERFLOW;
           stack[sp - 1] = stack[sp - 1] === 0n ? 1n : 0n;
           break;
-        case 0x16: {
+        case 0x16 satisfies typeof Op.AND: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = a & stack[sp - 2]!;
           break;
         }
-        case 0x17: {
+        case 0x17 satisfies typeof Op.OR: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = a | stack[sp - 2]!;
           break;
         }
-        case 0x18: {
+        case 0x18 satisfies typeof Op.XOR: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const a = stack.pop()!;
           stack[sp - 2] = a ^ stack[sp - 2]!;
           break;
         }
-        case 0x19:
+        case 0x19 satisfies typeof Op.NOT:
           if (sp < 1) throw STACK_UNDERFLOW;
           stack[sp - 1] = MASK ^ stack[sp - 1]!;
           break;
-        case 0x1a: {
+        case 0x1a satisfies typeof Op.BYTE: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const i = stack.pop()!;
           const x = stack[sp - 2]!;
           stack[sp - 2] = i < 32n ? (x >> BigInt(248 - Number(i) * 8)) & 0xffn : 0n;
           break;
         }
-        case 0x1b: {
+        case 0x1b satisfies typeof Op.SHL: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const s = stack.pop()!;
           stack[sp - 2] = s < 256n ? (stack[sp - 2]! << s) & MASK : 0n;
           break;
         }
-        case 0x1c: {
+        case 0x1c satisfies typeof Op.SHR: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const s = stack.pop()!;
           stack[sp - 2] = s < 256n ? stack[sp - 2]! >> s : 0n;
           break;
         }
-        case 0x1d: {
+        case 0x1d satisfies typeof Op.SAR: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const s = stack.pop()!;
           const x = signed(stack[sp - 2]!);
           stack[sp - 2] = s < 256n ? (x >> s) & MASK : x < 0n ? MASK : 0n;
           break;
         }
-        case 0x20: {
-          // KECCAK256
+        case 0x20 satisfies typeof Op.KECCAK256: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const offset = stack[sp - 1]!;
           const size = small(stack[sp - 2]!);
           const o = size === 0 ? 0 : small(offset);
-          gas -= mem.expand(o, size, memGas, quadDiv) + g.keccakWord! * words(size);
+          gas -= mem.expand(o, size, memGas, quadDiv) + g.keccakWord * words(size);
           if (!(gas >= 0)) throw OUT_OF_GAS;
           stack.pop();
           stack[sp - 2] = bytesValue(keccak256(mem.buf.subarray(o, o + size)));
           break;
         }
-        case 0x30:
+        case 0x30 satisfies typeof Op.ADDRESS:
           stack.push(f.address);
           break;
-        case 0x31: {
-          // BALANCE
+        case 0x31 satisfies typeof Op.BALANCE: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const key = addressKey(stack[sp - 1]!);
           gas -= this.#touch(key);
@@ -1038,16 +622,16 @@ class CallRun {
           stack[sp - 1] = (await this.#account(key))?.balance ?? 0n;
           break;
         }
-        case 0x32:
+        case 0x32 satisfies typeof Op.ORIGIN:
           stack.push(this.#origin);
           break;
-        case 0x33:
+        case 0x33 satisfies typeof Op.CALLER:
           stack.push(f.caller);
           break;
-        case 0x34:
+        case 0x34 satisfies typeof Op.CALLVALUE:
           stack.push(f.value);
           break;
-        case 0x35: {
+        case 0x35 satisfies typeof Op.CALLDATALOAD: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const at = stack[sp - 1]!;
           const data = f.data;
@@ -1063,35 +647,33 @@ class CallRun {
           }
           break;
         }
-        case 0x36:
+        case 0x36 satisfies typeof Op.CALLDATASIZE:
           stack.push(BigInt(f.data.length));
           break;
-        case 0x37: // CALLDATACOPY
-        case 0x39: // CODECOPY
-        case 0x3e: {
-          // RETURNDATACOPY
+        case 0x37 satisfies typeof Op.CALLDATACOPY:
+        case 0x39 satisfies typeof Op.CODECOPY:
+        case 0x3e satisfies typeof Op.RETURNDATACOPY: {
           if (sp < 3) throw STACK_UNDERFLOW;
           const to = stack[sp - 1]!;
           const from = stack[sp - 2]!;
           const size = stack[sp - 3]!;
-          if (op === 0x3e && from + size > BigInt(returnData.length)) throw OUT_OF_GAS;
+          if (op === Op.RETURNDATACOPY && from + size > BigInt(returnData.length)) throw OUT_OF_GAS;
           const n = small(size);
           const t = n === 0 ? 0 : small(to);
-          gas -= mem.expand(t, n, memGas, quadDiv) + (n === 0 ? 0 : g.copy! * words(n));
+          gas -= mem.expand(t, n, memGas, quadDiv) + (n === 0 ? 0 : g.copy * words(n));
           if (!(gas >= 0)) throw OUT_OF_GAS;
           stack.length = sp - 3;
-          const source = op === 0x37 ? f.data : op === 0x39 ? code : returnData;
+          const source = op === Op.CALLDATACOPY ? f.data : op === Op.CODECOPY ? code : returnData;
           copyPadded(mem.buf, t, source, from, n);
           break;
         }
-        case 0x38:
+        case 0x38 satisfies typeof Op.CODESIZE:
           stack.push(BigInt(length));
           break;
-        case 0x3a:
+        case 0x3a satisfies typeof Op.GASPRICE:
           stack.push(env.gasPrice);
           break;
-        case 0x3b: {
-          // EXTCODESIZE
+        case 0x3b satisfies typeof Op.EXTCODESIZE: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const key = addressKey(stack[sp - 1]!);
           gas -= this.#touch(key);
@@ -1099,8 +681,7 @@ class CallRun {
           stack[sp - 1] = BigInt((await this.#extCode(key)).length);
           break;
         }
-        case 0x3c: {
-          // EXTCODECOPY
+        case 0x3c satisfies typeof Op.EXTCODECOPY: {
           if (sp < 4) throw STACK_UNDERFLOW;
           const key = addressKey(stack[sp - 1]!);
           const to = stack[sp - 2]!;
@@ -1109,17 +690,16 @@ class CallRun {
           const t = n === 0 ? 0 : small(to);
           gas -= mem.expand(t, n, memGas, quadDiv);
           gas -= this.#touch(key);
-          gas -= n === 0 ? 0 : g.copy! * words(n);
+          gas -= n === 0 ? 0 : g.copy * words(n);
           if (!(gas >= 0)) throw OUT_OF_GAS;
           stack.length = sp - 4;
           copyPadded(mem.buf, t, await this.#extCode(key), from, n);
           break;
         }
-        case 0x3d:
+        case 0x3d satisfies typeof Op.RETURNDATASIZE:
           stack.push(BigInt(returnData.length));
           break;
-        case 0x3f: {
-          // EXTCODEHASH
+        case 0x3f satisfies typeof Op.EXTCODEHASH: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const key = addressKey(stack[sp - 1]!);
           gas -= this.#touch(key);
@@ -1129,45 +709,44 @@ class CallRun {
           stack[sp - 1] = account === null || account.empty ? 0n : bytesValue(account.codeHash);
           break;
         }
-        case 0x40:
+        case 0x40 satisfies typeof Op.BLOCKHASH:
           throw new Unsupported("BLOCKHASH");
-        case 0x41:
+        case 0x41 satisfies typeof Op.COINBASE:
           stack.push(bytesValue(env.coinbase));
           break;
-        case 0x42:
+        case 0x42 satisfies typeof Op.TIMESTAMP:
           stack.push(env.timestamp);
           break;
-        case 0x43:
+        case 0x43 satisfies typeof Op.NUMBER:
           stack.push(env.number);
           break;
-        case 0x44: // PREVRANDAO: the block's difficulty on this chain
+        case 0x44 satisfies typeof Op.PREVRANDAO: // the block's difficulty on this chain
           stack.push(env.difficulty);
           break;
-        case 0x45:
+        case 0x45 satisfies typeof Op.GASLIMIT:
           stack.push(env.gasLimit);
           break;
-        case 0x46:
+        case 0x46 satisfies typeof Op.CHAINID:
           stack.push(this.#rules.chainId);
           break;
-        case 0x47:
+        case 0x47 satisfies typeof Op.SELFBALANCE:
           stack.push((await this.#account(f.key))?.balance ?? 0n);
           break;
-        case 0x48: // BASEFEE: none on this chain (0), the block's under Ethereum's fee rules
+        case 0x48 satisfies typeof Op.BASEFEE: // none on this chain (0), the block's under Ethereum's fee rules
           stack.push(env.baseFee);
           break;
-        case 0x49: // BLOBHASH: a call carries no blobs
+        case 0x49 satisfies typeof Op.BLOBHASH: // a call carries no blobs
           if (sp < 1) throw STACK_UNDERFLOW;
           stack[sp - 1] = 0n;
           break;
-        case 0x4a: // BLOBBASEFEE: 0 on this chain, the block's under Ethereum's fee rules
+        case 0x4a satisfies typeof Op.BLOBBASEFEE: // 0 on this chain, the block's under Ethereum's fee rules
           stack.push(env.blobBaseFee);
           break;
-        case 0x50:
+        case 0x50 satisfies typeof Op.POP:
           if (sp < 1) throw STACK_UNDERFLOW;
           stack.pop();
           break;
-        case 0x51: {
-          // MLOAD
+        case 0x51 satisfies typeof Op.MLOAD: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const o = small(stack[sp - 1]!);
           gas -= mem.expand(o, 32, memGas, quadDiv);
@@ -1175,8 +754,7 @@ class CallRun {
           stack[sp - 1] = wordOf(mem.buf, o, 32);
           break;
         }
-        case 0x52: {
-          // MSTORE
+        case 0x52 satisfies typeof Op.MSTORE: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const o = small(stack[sp - 1]!);
           gas -= mem.expand(o, 32, memGas, quadDiv);
@@ -1185,8 +763,7 @@ class CallRun {
           writeWord(mem.buf, o, stack.pop()!);
           break;
         }
-        case 0x53: {
-          // MSTORE8
+        case 0x53 satisfies typeof Op.MSTORE8: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const o = small(stack[sp - 1]!);
           gas -= mem.expand(o, 1, memGas, quadDiv);
@@ -1195,31 +772,30 @@ class CallRun {
           mem.buf[o] = Number(stack.pop()! & 0xffn);
           break;
         }
-        case 0x54: {
-          // SLOAD
+        case 0x54 satisfies typeof Op.SLOAD: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const slot = stack[sp - 1]!;
-          gas -= this.#warmSlot(f.key, slot) ? g.coldSload! : g.warmRead!;
+          gas -= sloadGas(this.#warmSlot(f.key, slot), g);
           if (gas < 0) throw OUT_OF_GAS;
           stack[sp - 1] = await this.#load(f.key, slot);
           break;
         }
-        case 0x55: {
+        case 0x55 satisfies typeof Op.SSTORE: {
           // SSTORE (EIP-2200 with EIP-2929's costs; refunds count only in a transaction's run)
           if (f.isStatic) throw STATIC_STATE_CHANGE;
           if (sp < 2) throw STACK_UNDERFLOW;
-          if (gas <= g.sentry!) throw OUT_OF_GAS;
+          if (gas <= g.sentry) throw OUT_OF_GAS;
           const slot = stack[sp - 1]!;
           const value = stack[sp - 2]!;
           const current = await this.#load(f.key, slot);
           const original = await this.#originalValue(f.key, slot);
-          let cost: number;
-          if (current === value) cost = g.sstoreNoop!;
-          else if (original === current) cost = original === 0n ? g.sstoreInit! : g.sstoreClean!;
-          else cost = g.sstoreDirty!;
-          if (this.#tx && current !== value)
-            this.#sstoreRefund(f.key, slot, original, current, value);
-          if (this.#warmSlot(f.key, slot)) cost += g.coldSload!;
+          let cost = sstoreGas(original, current, value, g);
+          if (this.#tx && current !== value) {
+            const warm = this.#isWarmSlot(f.key, slot);
+            const refund = sstoreRefund(this.#refund, original, current, value, warm, g);
+            if (refund !== this.#refund) this.#setRefund(refund);
+          }
+          if (this.#warmSlot(f.key, slot)) cost += g.coldSload;
           gas -= cost;
           if (gas < 0) throw OUT_OF_GAS;
           this.#setSlot(this.#written, f.key, slot, value);
@@ -1227,14 +803,14 @@ class CallRun {
           stack.pop();
           break;
         }
-        case 0x56: {
+        case 0x56 satisfies typeof Op.JUMP: {
           if (sp < 1) throw STACK_UNDERFLOW;
           const dest = stack.pop()!;
           if (dest >= lengthWord || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
           pc = Number(dest);
           break;
         }
-        case 0x57: {
+        case 0x57 satisfies typeof Op.JUMPI: {
           if (sp < 2) throw STACK_UNDERFLOW;
           const dest = stack.pop()!;
           const cond = stack.pop()!;
@@ -1244,33 +820,30 @@ class CallRun {
           }
           break;
         }
-        case 0x58:
+        case 0x58 satisfies typeof Op.PC:
           stack.push(BigInt(pc - 1));
           break;
-        case 0x59:
+        case 0x59 satisfies typeof Op.MSIZE:
           stack.push(BigInt(mem.words * 32));
           break;
-        case 0x5a:
+        case 0x5a satisfies typeof Op.GAS:
           stack.push(BigInt(gas));
           break;
-        case 0x5b:
+        case 0x5b satisfies typeof Op.JUMPDEST:
           break;
-        case 0x5c: {
-          // TLOAD
+        case 0x5c satisfies typeof Op.TLOAD: {
           if (sp < 1) throw STACK_UNDERFLOW;
           stack[sp - 1] = this.#transient.get(f.key)?.get(stack[sp - 1]!) ?? 0n;
           break;
         }
-        case 0x5d: {
-          // TSTORE
+        case 0x5d satisfies typeof Op.TSTORE: {
           if (f.isStatic) throw STATIC_STATE_CHANGE;
           if (sp < 2) throw STACK_UNDERFLOW;
           this.#setSlot(this.#transient, f.key, stack[sp - 1]!, stack[sp - 2]!);
           stack.length = sp - 2;
           break;
         }
-        case 0x5e: {
-          // MCOPY
+        case 0x5e satisfies typeof Op.MCOPY: {
           if (sp < 3) throw STACK_UNDERFLOW;
           const dst = stack[sp - 1]!;
           const src = stack[sp - 2]!;
@@ -1285,127 +858,56 @@ class CallRun {
           stack.length = sp - 3;
           break;
         }
-        case 0x5f:
+        case 0x5f satisfies typeof Op.PUSH0:
           stack.push(0n);
           break;
-        case 0x60:
+        case 0x60 satisfies typeof Op.PUSH1:
           stack.push(SMALL[code[pc] ?? 0]!);
           pc++;
           break;
-        case 0x61:
+        case 0x61 satisfies typeof Op.PUSH2:
           stack.push(BigInt(((code[pc] ?? 0) << 8) | (code[pc + 1] ?? 0)));
           pc += 2;
           break;
-        case 0xa0:
-        case 0xa1:
-        case 0xa2:
-        case 0xa3:
-        case 0xa4: {
+        case 0xa0 satisfies typeof Op.LOG0:
+        case 0xa1 satisfies typeof Op.LOG1:
+        case 0xa2 satisfies typeof Op.LOG2:
+        case 0xa3 satisfies typeof Op.LOG3:
+        case 0xa4 satisfies typeof Op.LOG4: {
           // LOG0…LOG4: charged; a call's logs go nowhere, a transaction's are kept
           if (f.isStatic) throw STATIC_STATE_CHANGE;
-          const topics = op - 0xa0;
+          const topics = op - Op.LOG0;
           if (sp < 2 + topics) throw STACK_UNDERFLOW;
           const n = small(stack[sp - 2]!);
           const o = n === 0 ? 0 : small(stack[sp - 1]!);
-          gas -= mem.expand(o, n, memGas, quadDiv) + g.logTopic! * topics + g.logData! * n;
+          gas -= mem.expand(o, n, memGas, quadDiv) + g.logTopic * topics + g.logData * n;
           if (!(gas >= 0)) throw OUT_OF_GAS;
-          if (this.#tx) {
-            const words: Hash32[] = [];
-            for (let t = 0; t < topics; t++) words.push(wordBytes(stack[sp - 3 - t]!) as Hash32);
-            const log: Log = {
-              address: wordBytes(f.address).subarray(12) as Address,
-              topics: words,
-              data: n === 0 ? new Uint8Array(0) : mem.buf.slice(o, o + n),
-            };
-            const logs = this.#logs;
-            if (logs === undefined) {
-              this.#logs = [log];
-              this.#undo.push(() => {
-                this.#logs = undefined;
-              });
-            } else {
-              logs.push(log);
-              this.#undo.push(() => logs.pop());
-            }
-          }
+          if (this.#tx)
+            this.#keepLog(
+              f,
+              stack,
+              sp,
+              topics,
+              n === 0 ? new Uint8Array(0) : mem.buf.slice(o, o + n),
+            );
           stack.length = sp - 2 - topics;
           break;
         }
-        case 0xf0:
-        case 0xf5:
+        case 0xf0 satisfies typeof Op.CREATE:
+        case 0xf5 satisfies typeof Op.CREATE2:
           throw new Unsupported("creation");
-        case 0xf1:
-        case 0xf2:
-        case 0xf4:
-        case 0xfa: {
-          const hasValue = op === 0xf1 || op === 0xf2;
-          const pops = hasValue ? 7 : 6;
-          if (sp < pops) throw STACK_UNDERFLOW;
-          const requested = stack[sp - 1]!;
-          const target = stack[sp - 2]! & ADDRESS_MASK;
-          const key = addressKey(target);
-          const value = hasValue ? stack[sp - 3]! : 0n;
-          const at = sp - pops;
-          const inSize = small(stack[at + 2]!);
-          const inOffset = inSize === 0 ? 0 : small(stack[at + 3]!);
-          const outSize = small(stack[at]!);
-          const outOffset = outSize === 0 ? 0 : small(stack[at + 1]!);
-          if (op === 0xf1 && f.isStatic && value !== 0n) throw STATIC_STATE_CHANGE;
-          gas -= mem.expand(inOffset, inSize, memGas, quadDiv);
-          gas -= mem.expand(outOffset, outSize, memGas, quadDiv);
-          if (!(gas >= 0)) throw OUT_OF_GAS;
-          gas -= this.#touch(key);
-          if (value !== 0n) {
-            gas -= g.valueTransfer!;
-            // CALL with value to an account that does not exist or is empty (EIP-161)
-            if (op === 0xf1) {
-              const account = await this.#account(key);
-              if (account === null || account.empty) gas -= g.newAccount!;
-            }
-          }
-          if (gas < 0) throw OUT_OF_GAS;
-          // All but a 64th of what is left, at most what was asked (EIP-150).
-          const allowed = gas - Math.floor(gas / 64);
-          let given = requested < BigInt(allowed) ? Number(requested) : allowed;
-          if (value !== 0n) {
-            // The stipend: the callee gets it on top, and what it leaves comes back.
-            gas += g.stipend!;
-            given += g.stipend!;
-          }
-          stack.length = at;
-          returnData = EMPTY;
-          let success = false;
-          if (
-            f.depth + 1 <= CALL_DEPTH_LIMIT &&
-            (value === 0n || ((await this.#account(f.key))?.balance ?? 0n) >= value)
-          ) {
-            gas -= given;
-            const end = await this.#message(
-              {
-                address: op === 0xf1 || op === 0xfa ? target : f.address,
-                key: op === 0xf1 || op === 0xfa ? key : f.key,
-                caller: op === 0xf4 ? f.caller : f.address,
-                value: op === 0xf4 ? f.value : value,
-                data: inSize === 0 ? EMPTY : mem.buf.slice(inOffset, inOffset + inSize),
-                code: EMPTY,
-                gas: given,
-                isStatic: f.isStatic || op === 0xfa,
-                depth: f.depth + 1,
-              },
-              key,
-              op === 0xf4 ? undefined : f.key,
-            );
-            gas += end.gasLeft;
-            success = end.success;
-            returnData = end.output; // empty when it halted
-          }
-          if (returnData.length > 0 && outSize > 0)
-            mem.buf.set(returnData.subarray(0, Math.min(outSize, returnData.length)), outOffset);
-          stack.push(success ? 1n : 0n);
+        case 0xf1 satisfies typeof Op.CALL:
+        case 0xf2 satisfies typeof Op.CALLCODE:
+        case 0xf4 satisfies typeof Op.DELEGATECALL:
+        case 0xfa satisfies typeof Op.STATICCALL: {
+          const end = await this.#call(op, f, mem, stack, sp, gas);
+          gas = end.gasLeft;
+          returnData = end.output;
+          stack.push(end.success ? 1n : 0n);
           break;
         }
-        case 0xf3:
-        case 0xfd: {
+        case 0xf3 satisfies typeof Op.RETURN:
+        case 0xfd satisfies typeof Op.REVERT: {
           // RETURN, REVERT
           if (sp < 2) throw STACK_UNDERFLOW;
           const n = small(stack[sp - 2]!);
@@ -1413,22 +915,22 @@ class CallRun {
           gas -= mem.expand(o, n, memGas, quadDiv);
           if (!(gas >= 0)) throw OUT_OF_GAS;
           const output = n === 0 ? EMPTY : mem.buf.slice(o, o + n);
-          return { success: op === 0xf3, gasLeft: gas, output };
+          return { success: op === Op.RETURN, gasLeft: gas, output };
         }
-        case 0xfe:
+        case 0xfe satisfies typeof Op.INVALID:
           throw INVALID_OPCODE;
-        case 0xff:
+        case 0xff satisfies typeof Op.SELFDESTRUCT:
           throw new Unsupported("SELFDESTRUCT");
         default:
-          if (op >= 0x62 && op <= 0x7f) {
+          if (op >= Op.PUSH3 && op <= Op.PUSH32) {
             stack.push(pushes[pc - 1]!);
-            pc += op - 0x5f;
-          } else if (op >= 0x80 && op <= 0x8f) {
-            const n = op - 0x7f;
+            pc += op - Op.PUSH0;
+          } else if (op >= Op.DUP1 && op <= Op.DUP16) {
+            const n = op - Op.DUP1 + 1;
             if (sp < n) throw STACK_UNDERFLOW;
             stack.push(stack[sp - n]!);
-          } else if (op >= 0x90 && op <= 0x9f) {
-            const n = op - 0x8f;
+          } else if (op >= Op.SWAP1 && op <= Op.SWAP16) {
+            const n = op - Op.SWAP1 + 1;
             if (sp <= n) throw STACK_UNDERFLOW;
             const top = stack[sp - 1]!;
             stack[sp - 1] = stack[sp - 1 - n]!;
@@ -1440,6 +942,111 @@ class CallRun {
     return { success: true, gasLeft: gas, output: EMPTY };
   }
 
+  /**
+   * 0xf1 CALL, 0xf2 CALLCODE, 0xf4 DELEGATECALL, 0xfa STATICCALL, after their static fee: the
+   * memory of input and output, the target's access (EIP-2929), the value's costs and stipend,
+   * EIP-150's 63/64, then the message; its output is copied to memory. Answers the frame's gas
+   * after the call (`gasLeft`), whether it succeeded and its return data (`output`). The caller
+   * pops the arguments (`sp` of them are on `stack`).
+   */
+  async #call(
+    op: number,
+    f: Frame,
+    mem: Memory,
+    stack: bigint[],
+    sp: number,
+    gas: number,
+  ): Promise<FrameEnd> {
+    const g = this.#g;
+    const memGas = g.memory;
+    const quadDiv = g.quadDiv;
+    const hasValue = op === Op.CALL || op === Op.CALLCODE;
+    const pops = hasValue ? 7 : 6;
+    if (sp < pops) throw STACK_UNDERFLOW;
+    const requested = stack[sp - 1]!;
+    const target = stack[sp - 2]! & ADDRESS_MASK;
+    const key = addressKey(target);
+    const value = hasValue ? stack[sp - 3]! : 0n;
+    const at = sp - pops;
+    const inSize = small(stack[at + 2]!);
+    const inOffset = inSize === 0 ? 0 : small(stack[at + 3]!);
+    const outSize = small(stack[at]!);
+    const outOffset = outSize === 0 ? 0 : small(stack[at + 1]!);
+    if (op === Op.CALL && f.isStatic && value !== 0n) throw STATIC_STATE_CHANGE;
+    gas -= mem.expand(inOffset, inSize, memGas, quadDiv);
+    gas -= mem.expand(outOffset, outSize, memGas, quadDiv);
+    if (!(gas >= 0)) throw OUT_OF_GAS;
+    gas -= this.#touch(key);
+    if (value !== 0n) {
+      gas -= g.valueTransfer;
+      // CALL with value to an account that does not exist or is empty (EIP-161)
+      if (op === Op.CALL) {
+        const account = await this.#account(key);
+        if (account === null || account.empty) gas -= g.newAccount;
+      }
+    }
+    if (gas < 0) throw OUT_OF_GAS;
+    // All but a 64th of what is left, at most what was asked (EIP-150).
+    const allowed = gas - Math.floor(gas / 64);
+    let given = requested < BigInt(allowed) ? Number(requested) : allowed;
+    if (value !== 0n) {
+      // The stipend: the callee gets it on top, and what it leaves comes back.
+      gas += g.stipend;
+      given += g.stipend;
+    }
+    stack.length = at;
+    let returnData: Uint8Array = EMPTY;
+    let success = false;
+    if (
+      f.depth + 1 <= CALL_DEPTH_LIMIT &&
+      (value === 0n || ((await this.#account(f.key))?.balance ?? 0n) >= value)
+    ) {
+      gas -= given;
+      const end = await this.#message(
+        {
+          address: op === Op.CALL || op === Op.STATICCALL ? target : f.address,
+          key: op === Op.CALL || op === Op.STATICCALL ? key : f.key,
+          caller: op === Op.DELEGATECALL ? f.caller : f.address,
+          value: op === Op.DELEGATECALL ? f.value : value,
+          data: inSize === 0 ? EMPTY : mem.buf.slice(inOffset, inOffset + inSize),
+          code: EMPTY,
+          gas: given,
+          isStatic: f.isStatic || op === Op.STATICCALL,
+          depth: f.depth + 1,
+        },
+        key,
+        op === Op.DELEGATECALL ? undefined : f.key,
+      );
+      gas += end.gasLeft;
+      success = end.success;
+      returnData = end.output; // empty when it halted
+    }
+    if (returnData.length > 0 && outSize > 0)
+      mem.buf.set(returnData.subarray(0, Math.min(outSize, returnData.length)), outOffset);
+    return { success, gasLeft: gas, output: returnData };
+  }
+
+  /** Keeps a transaction's log (a call's go nowhere), dropped with its frame when it fails. */
+  #keepLog(f: Frame, stack: bigint[], sp: number, topics: number, data: Uint8Array): void {
+    const words: Hash32[] = [];
+    for (let t = 0; t < topics; t++) words.push(wordBytes(stack[sp - 3 - t]!) as Hash32);
+    const log: Log = {
+      address: wordBytes(f.address).subarray(12) as Address,
+      topics: words,
+      data,
+    };
+    const logs = this.#logs;
+    if (logs === undefined) {
+      this.#logs = [log];
+      this.#undo.push(() => {
+        this.#logs = undefined;
+      });
+    } else {
+      logs.push(log);
+      this.#undo.push(() => logs.pop());
+    }
+  }
+
   /** Code read by `EXTCODE*`: EOF code is left to the library, which reads it its own way. */
   async #extCode(key: string): Promise<Uint8Array> {
     const code = await this.#codeOf(key);
@@ -1447,19 +1054,3 @@ class CallRun {
     return code;
   }
 }
-
-/** The output of a frame that halted exceptionally (its return data is empty). */
-const HALTED = new Uint8Array(0);
-
-/** Keccak-256 of no bytes: the code hash of an account without code. */
-const KECCAK_EMPTY = keccak256(new Uint8Array(0));
-const KECCAK_EMPTY_KEY = `0x${bytesToUnprefixedHex(KECCAK_EMPTY)}`;
-/** An account that is not there, as a base for one that value creates. */
-const NO_ACCOUNT: BaseAccount = {
-  balance: 0n,
-  codeHash: KECCAK_EMPTY,
-  codeKey: KECCAK_EMPTY_KEY,
-  nonceZero: true,
-  empty: true,
-  hasCode: false,
-};
