@@ -140,7 +140,7 @@ const ENGINES = [
     id: "nodex",
     label: "Nodex interpreter",
     kind: "process",
-    what: "@nodex/evm Executor.call, fast mode (callInterpreter.ts), in process",
+    what: "@nodex/evm Executor.call, fast mode (the interpreter of calls), in process",
   },
   {
     id: "nodex-library",
