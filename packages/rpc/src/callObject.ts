@@ -24,15 +24,7 @@ export function parseCallObject(value: unknown, arg: number): CallRequest {
     throw new CodecError(arg, `expected a call object, got ${jsonType(value)}`);
   }
   const o = value as Record<string, unknown>;
-  const field = <T>(name: string, parse: (v: unknown, a: number) => T): T | undefined => {
-    const v = o[name];
-    if (v === undefined || v === null) return undefined;
-    try {
-      return parse(v, arg);
-    } catch (err) {
-      throw new CodecError(arg, `${name}: ${(err as CodecError).reason}`);
-    }
-  };
+  const field = fieldReader(o, arg);
   const data = field("data", parseData);
   const input = field("input", parseData);
   if (data !== undefined && input !== undefined && Buffer.compare(data, input) !== 0) {
@@ -76,6 +68,26 @@ export function parseCallObject(value: unknown, arg: number): CallRequest {
       : legacy
         ? { accessListBytes: 0 }
         : {}),
+  };
+}
+
+/**
+ * Reads the fields of the object argument `arg`: a field absent or `null` is `undefined`, and
+ * a codec's refusal names the field (`gas: …`).
+ */
+export function fieldReader(
+  o: Record<string, unknown>,
+  arg: number,
+): <T>(name: string, parse: (v: unknown, a: number) => T) => T | undefined {
+  return (name, parse) => {
+    const v = o[name];
+    if (v === undefined || v === null) return undefined;
+    try {
+      return parse(v, arg);
+    } catch (err) {
+      if (err instanceof CodecError) throw new CodecError(arg, `${name}: ${err.reason}`);
+      throw err;
+    }
   };
 }
 

@@ -7,7 +7,7 @@ import {
   type TransactionType,
   type UnsignedTransaction,
 } from "@nodex/types";
-import { parseAccessList, parseCallObject } from "../callObject.js";
+import { fieldReader, parseAccessList, parseCallObject } from "../callObject.js";
 import { jsonType, type ParamSpec, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
@@ -68,16 +68,7 @@ function parseTypedFields(
   o: Record<string, unknown>,
   arg: number,
 ): Pick<SendRequest, "type" | "maxFeePerGas" | "maxPriorityFeePerGas" | "accessList"> {
-  const field = <T>(name: string, parse: (v: unknown, a: number) => T): T | undefined => {
-    const v = o[name];
-    if (v === undefined || v === null) return undefined;
-    try {
-      return parse(v, arg);
-    } catch (err) {
-      if (err instanceof CodecError) throw new CodecError(arg, `${name}: ${err.reason}`);
-      throw err;
-    }
-  };
+  const field = fieldReader(o, arg);
   const given = field("type", (v, a) => parseQuantity(v, a, { maxBits: 8 }));
   if (given !== undefined && given > 2n)
     throw new CodecError(arg, `type: ${given} is not 0 (legacy), 1 or 2`);
