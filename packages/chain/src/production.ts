@@ -104,9 +104,9 @@ export class BlockProduction {
   nextBlockContext(
     parent: BlockHeader,
     coinbase: Address,
-    timestamp?: bigint,
-    uncleCount = 0,
-    blockHash?: (number: bigint) => Promise<Uint8Array | undefined>,
+    timestamp: bigint | undefined,
+    uncleCount: number,
+    blockHash: (number: bigint) => Promise<Uint8Array | undefined>,
   ): BlockContext {
     const now = timestamp ?? BigInt(Math.floor(Date.now() / 1000));
     const time = now > parent.timestamp ? now : parent.timestamp + 1n;
@@ -117,7 +117,7 @@ export class BlockProduction {
       gasLimit: parent.gasLimit,
       difficulty: this.#rules.difficulty(parent, time, uncleCount),
       minimumGasPrice: parent.minimumGasPrice,
-      ...(blockHash === undefined ? {} : { blockHash }),
+      blockHash,
     };
   }
 
@@ -131,7 +131,7 @@ export class BlockProduction {
     txs: readonly SignedTransaction[],
     opts: MineOptions,
     keepHeadState: boolean,
-    blockHash?: (number: bigint) => Promise<Uint8Array | undefined>,
+    blockHash: (number: bigint) => Promise<Uint8Array | undefined>,
   ): Promise<{ header: BlockHeader; uncles: BlockHeader[]; run: Execution }> {
     const parentHeader = parent.block.header;
     const ctx = this.nextBlockContext(
