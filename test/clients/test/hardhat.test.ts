@@ -1,0 +1,115 @@
+// The Hardhat project in ../hardhat, unmodified, against a real `nodex --regtest`: compiled,
+// then `hardhat test --network nodex` with mocha's JSON reporter; each mocha test is a case
+// here, named as it is in the project. The suite runs while this file is collected (vitest needs
+// the names before it runs the cases), once; the cases read its report.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { nodexTakesClientVersion, startNodex } from "./helpers/nodex.ts";
+
+const PROJECT = fileURLToPath(new URL("../hardhat/", import.meta.url));
+const require = createRequire(import.meta.url);
+const HARDHAT_CLI = join(
+  dirname(require.resolve("hardhat/package.json")),
+  "internal/cli/bootstrap.js",
+);
+/** The project holds this many tests; fewer in the report means some never ran. */
+const AT_LEAST = 50;
+
+interface MochaTest {
+  readonly title: string;
+  readonly fullTitle: string;
+  readonly file?: string;
+  readonly err: { message?: string; stack?: string };
+}
+interface MochaReport {
+  readonly stats: { tests: number; passes: number; failures: number; pending: number };
+  readonly tests: MochaTest[];
+  readonly failures: MochaTest[];
+  readonly pending: MochaTest[];
+}
+
+function hardhat(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [HARDHAT_CLI, ...args], {
+      cwd: PROJECT,
+      env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: "true", DO_NOT_TRACK: "1", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      output += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      output += d;
+    });
+    child.once("error", reject);
+    child.once("exit", (code) => resolve({ code, output }));
+  });
+}
+
+async function runSuite(): Promise<{ report: MochaReport; output: string }> {
+  const compiled = await hardhat(["compile", "--quiet"], {});
+  if (compiled.code !== 0) throw new Error(`hardhat compile failed:\n${compiled.output}`);
+  const node = await startNodex({ clientVersion: "HardhatNetwork/nodex" });
+  const dir = mkdtempSync(join(tmpdir(), "nodex-hardhat-report-"));
+  const file = join(dir, "mocha.json");
+  try {
+    const run = await hardhat(["test", "--no-compile", "--network", "nodex"], {
+      NODEX_URL: node.url,
+      MOCHA_JSON: file,
+    });
+    if (!existsSync(file)) {
+      throw new Error(`hardhat test wrote no report (exit ${run.code}):\n${run.output}`);
+    }
+    return { report: JSON.parse(readFileSync(file, "utf8")) as MochaReport, output: run.output };
+  } finally {
+    await node.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const { report, output } = await runSuite();
+
+function name(t: MochaTest): string {
+  return t.file === undefined ? t.fullTitle : `${basename(t.file)} › ${t.fullTitle}`;
+}
+
+describe("the Hardhat project against nodex --regtest", () => {
+  it(`ran its ${AT_LEAST} tests or more`, () => {
+    expect(report.stats.tests, output).toBeGreaterThanOrEqual(AT_LEAST);
+  });
+
+  if (!nodexTakesClientVersion()) {
+    it.skip("nodex --client-version HardhatNetwork/nodex (this build has no such option: the network helpers refuse the node)", () => {});
+  }
+
+  const ran = new Set(report.tests.map((t) => t.fullTitle));
+  // A failed hook (`"before each" hook for …`) is a failure that is not a test.
+  for (const hook of report.failures.filter((f) => !ran.has(f.fullTitle))) {
+    it(name(hook), () => {
+      throw new Error(hook.err.stack ?? hook.err.message ?? "the hook failed");
+    });
+  }
+  const pending = new Set(report.pending.map((t) => t.fullTitle));
+  for (const test of report.tests) {
+    if (pending.has(test.fullTitle)) {
+      it.skip(name(test), () => {});
+      continue;
+    }
+    it(name(test), () => {
+      if (test.err.message !== undefined) {
+        const error = new Error(test.err.message);
+        error.stack = test.err.stack ?? test.err.message;
+        throw error;
+      }
+    });
+  }
+});
