@@ -5,6 +5,7 @@ import { EVM_HARDFORK, Executor, installedEvmVersion } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import type { Logger } from "@nodex/types";
 import type { NodeConfig } from "./config.js";
+import { consoleLogSink, printsConsoleLog } from "./consoleLog.js";
 
 /** The node's database, executor and chain, opened as the config says. */
 export interface OpenedChain {
@@ -26,7 +27,12 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
     multithreading: config.rpcWorkerThreads > 0,
   });
   try {
-    const executor = new Executor(config.network);
+    // Contracts' console.log lines, on development networks (the worker threads' executors
+    // replay traces only, and print nothing).
+    const executor = new Executor(
+      config.network,
+      printsConsoleLog(config.network) ? { consoleLog: consoleLogSink(logger) } : {},
+    );
     if (executor.fastPaths.on)
       logger.info("EVM", {
         library: `@ethereumjs/evm ${installedEvmVersion()}`,

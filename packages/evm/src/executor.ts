@@ -20,6 +20,7 @@ import {
 import { logsBloom } from "./bloom.js";
 import { CallStateManager, CodeByHash } from "./callState.js";
 import { commonForEVM } from "./common.js";
+import { CONSOLE_ADDRESS_KEY, type ConsoleLine, decodeConsoleLog } from "./consoleLog.js";
 import { ecrecover } from "./ecrecover.js";
 import { ExecutionError, ExecutionErrorCode } from "./errors.js";
 import { installFastJournal } from "./fastJournal.js";
@@ -146,7 +147,21 @@ export interface CallRequest {
   readonly accessListBytes?: number;
 }
 
+/**
+ * Hears what contracts print through `console.sol` (`CONSOLE_ADDRESS`): the lines of one run, in
+ * order, once it is over (a transaction's, with the transaction; a call's, without).
+ */
+export type ConsoleLogSink = (
+  lines: readonly ConsoleLine[],
+  tx: SignedTransaction | undefined,
+) => void;
+
 export interface CallOptions {
+  /**
+   * With the executor's `consoleLog`: whether this call's `console.sol` lines are told to it
+   * (true unless false; never for a `probe`).
+   */
+  readonly consoleLog?: boolean;
   /**
    * Only success and gas used matter (`eth_estimateGas`'s probes): an exceptional halt may be
    * reported with the error `halted`, not in the EVM's words, and without the library's run.
@@ -221,6 +236,7 @@ export class Executor {
   readonly #libraryCalls: boolean;
   readonly #libraryTransactions: boolean;
   readonly #ethereumFees: boolean;
+  readonly #consoleLog: ConsoleLogSink | undefined;
   /** The interpreter of calls (`interpreter/`), made with the first EVM's tables. */
   #interpreter: Promise<CallInterpreter> | undefined;
   /** What calls read of each state, while it does not change (`StateReads`). */
@@ -231,6 +247,9 @@ export class Executor {
    * of `fastOpcodes.ts`; `libraryCalls`, `libraryTransactions`: run every call, every
    * transaction on the library, not on `interpreter/` first (same results; for tests that
    * compare the two). `feeRules`: the chain's (the default) or Ethereum's (`FeeRules`).
+   * `consoleLog`: told the lines contracts print through `console.sol` in transactions run
+   * without a tracer and in calls (not in `eth_estimateGas`'s probes); the calls to its address
+   * cost and answer what calls to an empty account do, told or not.
    */
   constructor(
     network: NetworkPreset,
@@ -241,6 +260,7 @@ export class Executor {
       readonly feeRules?: FeeRules;
       /** `EVM_HARDFORK` unless given; one of `INTRINSIC_GAS_HARDFORKS`. */
       readonly hardfork?: string;
+      readonly consoleLog?: ConsoleLogSink;
     } = {},
   ) {
     const hardfork = opts.hardfork ?? EVM_HARDFORK;
@@ -252,6 +272,7 @@ export class Executor {
     this.fastPaths = fastPathStatus(hardfork);
     const library = !this.fastPaths.on;
     this.#ethereumFees = opts.feeRules === FeeRules.ETHEREUM;
+    this.#consoleLog = opts.consoleLog;
     this.#libraryOpcodes = library || opts.libraryOpcodes === true;
     this.#libraryCalls = library || opts.libraryCalls === true;
     this.#libraryTransactions = library || opts.libraryTransactions === true;
@@ -413,6 +434,8 @@ export class Executor {
         `insufficient funds for gas * price + value: address ${from} have ${account.balance} want ${upfront + tx.value}`,
       );
     }
+    // Replays under a tracer print nothing: the transaction printed when it ran.
+    const consoleOn = this.#consoleLog !== undefined && tracer === undefined;
     if (
       tracer === undefined &&
       !this.#libraryTransactions &&
@@ -427,6 +450,7 @@ export class Executor {
         intrinsic,
         account,
         baseFee,
+        consoleOn,
       );
       if (outcome !== undefined) return outcome;
     }
@@ -459,6 +483,7 @@ export class Executor {
 
     const attached =
       tracer === undefined || reader === undefined ? undefined : attachTracer(evm, tracer, reader);
+    const consoleCalls = consoleOn ? listenForConsole(evm) : undefined;
     let result: EVMResult;
     try {
       result = await evm.runCall({
@@ -473,6 +498,7 @@ export class Executor {
         skipNonceIncrement: true,
       });
     } finally {
+      consoleCalls?.detach();
       attached?.detach();
     }
 
@@ -500,6 +526,7 @@ export class Executor {
         }));
     const cumulativeGasUsed = gasUsedBefore + gasUsed;
     const created = tx.to === null && !failed ? contractAddress(tx.from, tx.nonce) : null;
+    if (consoleCalls !== undefined) this.#tellConsole(consoleCalls.calls, tx);
     if (tracer !== undefined && reader !== undefined)
       await tracer.txEnd?.(
         {
@@ -538,6 +565,7 @@ export class Executor {
     intrinsic: bigint,
     account: Account,
     baseFee: bigint,
+    consoleOn: boolean,
   ): Promise<TransactionOutcome | undefined> {
     const result = await (await this.#interpreterFor(state)).transact(
       state.manager,
@@ -555,11 +583,13 @@ export class Executor {
         difficulty: block.difficulty,
         baseFee,
         blobBaseFee: this.#blobBaseFee(block),
+        console: consoleOn,
       },
       account.balance - tx.gasLimit * tx.gasPrice,
       this.#readsOf(state),
     );
     if (result === undefined) return undefined;
+    if (result.console !== undefined) this.#tellConsole(result.console, tx);
 
     const gasUsed = afterRefund(intrinsic + BigInt(result.gasUsed), BigInt(result.refund));
 
@@ -632,6 +662,8 @@ export class Executor {
       };
     }
     const value = req.value ?? 0n;
+    const consoleOn =
+      this.#consoleLog !== undefined && opts.probe !== true && opts.consoleLog !== false;
     if (!this.#libraryCalls && req.to !== null && gas - intrinsic <= MAX_CALL_GAS) {
       const result = await (await this.#interpreterFor(state)).call(
         state.manager,
@@ -649,12 +681,14 @@ export class Executor {
           difficulty: block.difficulty,
           baseFee: this.#baseFee(block),
           blobBaseFee: this.#blobBaseFee(block),
+          console: consoleOn,
         },
         opts.probe === true,
         this.#readsOf(state),
       );
       // undefined: a call the interpreter leaves to the library, which runs it from the start
       if (result !== undefined) {
+        if (result.console !== undefined) this.#tellConsole(result.console, undefined);
         return {
           success: result.success,
           returnValue: result.output,
@@ -668,6 +702,7 @@ export class Executor {
     const context = await this.#acquire(state);
     const evm = context.evm;
     evm.blockchain = blockSource(block);
+    const consoleCalls = consoleOn ? listenForConsole(evm) : undefined;
     try {
       evm.journal.cleanJournal();
       context.overlay.reset();
@@ -684,6 +719,7 @@ export class Executor {
         data,
         skipBalance: true,
       });
+      if (consoleCalls !== undefined) this.#tellConsole(consoleCalls.calls, undefined);
       const error = result.execResult.exceptionError?.error;
       return {
         success: error === undefined,
@@ -694,7 +730,19 @@ export class Executor {
           error === "revert" ? decodeRevertReason(result.execResult.returnValue) : undefined,
       };
     } finally {
+      consoleCalls?.detach();
       this.#release(state, context);
+    }
+  }
+
+  /** Decodes the inputs of a run's calls to the console address and tells `consoleLog`. */
+  #tellConsole(calls: readonly Uint8Array[], tx: SignedTransaction | undefined): void {
+    const sink = this.#consoleLog;
+    if (sink === undefined || calls.length === 0) return;
+    try {
+      sink(calls.map(decodeConsoleLog), tx);
+    } catch {
+      // What hears the lines cannot change the run.
     }
   }
 
@@ -725,6 +773,32 @@ export class Executor {
       }
     }
   }
+}
+
+/**
+ * Keeps the input of every message to the console address an EVM runs until `detach`: the
+ * library's `beforeMessage` event, heard without waiting (a listener of one argument).
+ */
+function listenForConsole(evm: EVM): { readonly calls: Uint8Array[]; detach(): void } {
+  const calls: Uint8Array[] = [];
+  const before = (message: {
+    readonly to?: EJSAddress;
+    readonly codeAddress: EJSAddress;
+    readonly data: Uint8Array;
+  }): void => {
+    // A creation has no `to`, and its `codeAddress` getter throws.
+    if (message.to === undefined) return;
+    const target = message.codeAddress;
+    if (bytesToUnprefixedHex(target.bytes) === CONSOLE_ADDRESS_KEY)
+      calls.push(message.data.slice());
+  };
+  evm.events.on("beforeMessage", before as never);
+  return {
+    calls,
+    detach: () => {
+      evm.events.off("beforeMessage", before as never);
+    },
+  };
 }
 
 /** Gas used less EIP-3529's refund, which is at most a fifth of it. */

@@ -17,12 +17,19 @@ export {
   toGethCallFrame,
   toParityTraces,
 } from "./callTracer.js";
+export {
+  CONSOLE_ADDRESS,
+  type ConsoleLine,
+  consoleSelectorCount,
+  decodeConsoleLog,
+} from "./consoleLog.js";
 export { ExecutionError, ExecutionErrorCode } from "./errors.js";
 export {
   type BlockContext,
   type CallOptions,
   type CallOutcome,
   type CallRequest,
+  type ConsoleLogSink,
   EVM_HARDFORK,
   Executor,
   INTRINSIC_GAS_HARDFORKS,

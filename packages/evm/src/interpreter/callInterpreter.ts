@@ -79,6 +79,7 @@ export class CallInterpreter {
         halted: end.output === HALTED,
         output: end.output,
         gasUsed: env.gas - end.gasLeft,
+        ...(run.consoleCalls === undefined ? {} : { console: run.consoleCalls }),
       };
     } catch (error) {
       return unsupported(error);

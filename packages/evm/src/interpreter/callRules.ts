@@ -38,6 +38,11 @@ export interface CallEnvironment {
   readonly baseFee: bigint;
   /** BLOBBASEFEE: 0 on the chain, which has no blobs (Ethereum's fee rules give the block's). */
   readonly blobBaseFee: bigint;
+  /**
+   * Keep the input of every call made to `console.sol`'s address (`CONSOLE_ADDRESS`), in the
+   * result's `console`. The calls themselves run as calls to an empty account.
+   */
+  readonly console?: boolean;
 }
 
 /**
@@ -58,6 +63,8 @@ export interface TransactionResult {
   readonly balances: ReadonlyMap<string, bigint>;
   /** The slots whose value it changed, by address key, with their new values. */
   readonly storage: ReadonlyMap<string, ReadonlyMap<bigint, bigint>>;
+  /** With `console`: the input of each call to the console address, in order (failed frames too). */
+  readonly console?: readonly Uint8Array[];
 }
 
 export interface CallResult {
@@ -68,4 +75,6 @@ export interface CallResult {
   readonly output: Uint8Array;
   /** Execution gas used (without the intrinsic gas). */
   readonly gasUsed: number;
+  /** With `console`: the input of each call to the console address, in order (failed frames too). */
+  readonly console?: readonly Uint8Array[];
 }

@@ -1,6 +1,7 @@
 import type { StateManagerInterface } from "@ethereumjs/common";
 import { type Address, bytesToUnprefixedHex, type Hash32, keccak256, type Log } from "@nodex/types";
 import type { CodeByHash } from "../callState.js";
+import { CONSOLE_ADDRESS_KEY } from "../consoleLog.js";
 import { bytesValue, SMALL, wordBytes, wordOf, writeWord } from "../words.js";
 import {
   type AccountView,
@@ -98,6 +99,11 @@ export class CallRun {
   /** The sender's balance once it has paid for its gas (a transaction's run). */
   readonly #senderBalance: bigint;
   #refund = 0;
+  /**
+   * With `env.console`: the input of each call to `console.sol`'s address, kept also when the
+   * frame that made it fails (as Hardhat prints them).
+   */
+  readonly consoleCalls: Uint8Array[] | undefined;
   /** Made with its first log: an array made empty holds small integers first (V8's elements kinds). */
   #logs: Log[] | undefined;
 
@@ -120,6 +126,13 @@ export class CallRun {
     this.#rules = rules;
     this.#g = g;
     this.#env = env;
+    // A call made straight to the console address is one of its calls too.
+    this.consoleCalls =
+      env.console !== true
+        ? undefined
+        : bytesToUnprefixedHex(env.to) === CONSOLE_ADDRESS_KEY
+          ? [env.data]
+          : [];
     this.#fees = rules.fees;
     this.#origin = bytesValue(env.from);
     this.#originKey = bytesToUnprefixedHex(env.from);
@@ -238,6 +251,7 @@ export class CallRun {
       logs: end.success ? (this.#logs ?? []) : [],
       balances: this.#balances,
       storage,
+      ...(this.consoleCalls === undefined ? {} : { console: this.consoleCalls }),
     };
   }
 
@@ -1002,6 +1016,8 @@ export class CallRun {
       (value === 0n || ((await this.#account(f.key))?.balance ?? 0n) >= value)
     ) {
       gas -= given;
+      if (this.consoleCalls !== undefined && key === CONSOLE_ADDRESS_KEY)
+        this.consoleCalls.push(inSize === 0 ? EMPTY : mem.buf.slice(inOffset, inOffset + inSize));
       const end = await this.#message(
         {
           address: op === Op.CALL || op === Op.STATICCALL ? target : f.address,
