@@ -15,7 +15,7 @@ export const COINBASE = "0xc014ba5ec014ba5ec014ba5ec014ba5ec014ba5e";
 /** The first development account of the mnemonic "test test … junk" and its key. */
 export const DEV_ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 export const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
-export const DEV_ACCOUNT_2 = "0x70997970C51812dc3A010C7d01b50e0d17dC79C8";
+export const DEV_ACCOUNT_2 = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
 export interface Nodex {
   readonly url: string;
