@@ -73,6 +73,8 @@ export interface NodeConfig {
   readonly mineInterval: number;
   /** Whether a development network's node makes its own blocks (`--no-automine`: no). */
   readonly automine: boolean;
+  /** What `web3_clientVersion` answers on a development network; the node's own when absent. */
+  readonly clientVersion: string | undefined;
   /** The peer-to-peer network; `undefined` for a node alone (`--no-p2p`, and regtest). */
   readonly p2p: P2PConfig | undefined;
   /** scrypt cost of the key files the node writes. */
@@ -283,6 +285,7 @@ export function parseCommandLine(environment: Environment): Command {
     rpcWorkerThreads: pick<number>("rpcWorkerThreads") ?? DEFAULT_RPC_WORKER_THREADS,
     rpcWorkerQueue: pick<number>("rpcWorkerQueue") ?? DEFAULT_RPC_WORKER_QUEUE,
     automine: pick<"on" | "off">("automine") !== "off",
+    clientVersion: pick<string>("clientVersion"),
     p2p:
       (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"
         ? undefined
@@ -307,6 +310,11 @@ export function parseCommandLine(environment: Environment): Command {
   }
   if (config.mineInterval > 0 && !config.automine) {
     throw new UsageError("--mine-interval and --no-automine contradict each other: pick one");
+  }
+  if (config.clientVersion !== undefined && !dev) {
+    throw new UsageError(
+      `--client-version works on regtest and devnet only: a node of ${network.name} says what it is`,
+    );
   }
   if (config.mineInterval > 0 && !dev) {
     throw new UsageError(

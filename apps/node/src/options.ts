@@ -470,6 +470,23 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 86_400, "a number of seconds"),
   },
   {
+    key: "clientVersion",
+    flag: "--client-version",
+    env: "NODEX_CLIENT_VERSION",
+    valueName: "TEXT",
+    description:
+      "regtest and devnet: what web3_clientVersion answers, for test tools that pick their methods by it: HardhatNetwork/… for Hardhat's network helpers, anvil/… for tools that expect Anvil (see docs/development.md)",
+    defaultText: "Nodex/v<version>/<os>-<arch>/node<version>",
+    parse: (text) => {
+      if (!/^[\x21-\x7e][\x20-\x7e]{0,199}$/.test(text))
+        throw invalid(
+          text,
+          "a client version is 1 to 200 printable ASCII characters, not starting with a space",
+        );
+      return text;
+    },
+  },
+  {
     key: "automine",
     flag: "--automine",
     aliases: { "--no-automine": "off" },

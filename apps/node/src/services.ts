@@ -59,7 +59,8 @@ export function createCore(
     return coinbase;
   };
   const reader = new ChainReader(chain, executor, {
-    coinbase: getCoinbase,
+    // The next block's beneficiary, as a development network's hardhat_setCoinbase left it.
+    coinbase: (): Address => producer.coinbase,
     stateCache: config.caches.states,
   });
   // Transactions users submitted survive a restart: the pool journals them here.
@@ -85,7 +86,7 @@ export function createCore(
   });
   const services: RPCServices = {
     network,
-    clientVersion: clientVersion(),
+    clientVersion: config.clientVersion ?? clientVersion(),
     chain: {
       blockNumber: () => chain.head.block.header.number,
       gasPrice: () =>

@@ -20,6 +20,7 @@ import {
   encodeReceipt,
   equalBytes,
   headerHash,
+  hexToBytes,
   type Logger,
   type NetworkPreset,
   type Receipt,
@@ -62,6 +63,35 @@ import {
 } from "./validation.js";
 
 const HEAD_KEY = new TextEncoder().encode("head");
+/** The development networks' edits of state (see `Chain.editHeadState`): 64-byte pairs of roots. */
+const STATE_EDITS_KEY = new TextEncoder().encode("stateEdits");
+
+/**
+ * Edits of a block's state made after the block (a development network's `hardhat_setBalance`
+ * and the like): the state root each edited state replaces, in hex, to the root it has now.
+ */
+export type StateEdits = ReadonlyMap<string, Uint8Array>;
+
+function encodeStateEdits(edits: StateEdits): Uint8Array {
+  const out = new Uint8Array(edits.size * 64);
+  let at = 0;
+  for (const [from, to] of edits) {
+    out.set(hexToBytes(from), at);
+    out.set(to, at + 32);
+    at += 64;
+  }
+  return out;
+}
+
+function decodeStateEdits(bytes: Uint8Array | undefined): Map<string, Uint8Array> {
+  const edits = new Map<string, Uint8Array>();
+  if (bytes === undefined) return edits;
+  if (bytes.length % 64 !== 0)
+    throw new ChainError(ChainErrorCode.CORRUPT, "the record of state edits is damaged");
+  for (let at = 0; at < bytes.length; at += 64)
+    edits.set(bytesToHex(bytes.subarray(at, at + 32)), bytes.slice(at + 32, at + 64));
+  return edits;
+}
 
 /** What a block being mined took in, known once it is built (see `Chain.mine`). */
 export interface BuiltBlock {
@@ -155,6 +185,8 @@ export class Chain {
   readonly #readOnly: boolean;
   /** See `writing()`. */
   #writing: Promise<void> | undefined;
+  /** See `stateEdits()`. */
+  #stateEdits: StateEdits = new Map();
 
   private constructor(
     network: NetworkPreset,
@@ -173,7 +205,9 @@ export class Chain {
       throw new RangeError(`state window must be at least 1 block, got ${this.#stateWindow}`);
     this.#store = new BlockStore(deps.db, deps.caches);
     this.#nodes = new NodeCache(deps.trieNodeCache);
-    this.#production = new BlockProduction(deps.db, this.#nodes, deps.executor, this.#rules);
+    this.#production = new BlockProduction(deps.db, this.#nodes, deps.executor, this.#rules, (h) =>
+      this.stateRootOf(h),
+    );
     this.#head = head;
   }
 
@@ -194,8 +228,9 @@ export class Chain {
       );
     }
     chain.#head = head;
+    chain.#stateEdits = decodeStateEdits(await deps.db.get(Bucket.META, STATE_EDITS_KEY));
     try {
-      await WorldState.open(new NodeStore(deps.db), head.block.header.stateRoot);
+      await WorldState.open(new NodeStore(deps.db), chain.stateRootOf(head.block.header));
     } catch {
       throw new ChainError(
         ChainErrorCode.STATE_MISSING,
@@ -223,6 +258,7 @@ export class Chain {
       throw new ChainError(ChainErrorCode.CORRUPT, "the database holds no chain to read");
     }
     chain.#head = head;
+    chain.#stateEdits = decodeStateEdits(await deps.db.get(Bucket.META, STATE_EDITS_KEY));
     return chain;
   }
 
@@ -235,6 +271,9 @@ export class Chain {
   async follow(hash: Uint8Array, changed: readonly bigint[] = []): Promise<void> {
     if (!this.#readOnly) throw new Error("follow() is for a chain opened with openReadOnly");
     for (const number of changed) this.#store.forgetCanonical(number);
+    // The writer may have edited a state without moving the head (development networks only).
+    if (this.network.devAccounts)
+      this.#stateEdits = decodeStateEdits(await this.#db.get(Bucket.META, STATE_EDITS_KEY));
     if (equalBytes(hash, this.#head.hash)) return;
     const head = await this.#store.getBlockByHash(hash);
     if (head === undefined) {
@@ -360,7 +399,10 @@ export class Chain {
    */
   accountsAt(header: BlockHeader): Pick<AccountReader, "getAccount"> {
     this.assertStateRetained(header);
-    const reader = new AccountReader(new NodeStore(this.#db, this.#nodes), header.stateRoot);
+    const reader = new AccountReader(
+      new NodeStore(this.#db, this.#nodes),
+      this.stateRootOf(header),
+    );
     return {
       getAccount: (address) =>
         reader.getAccount(address).catch((error: unknown) => {
@@ -377,13 +419,65 @@ export class Chain {
   async stateAt(header: BlockHeader): Promise<WorldState> {
     this.assertStateRetained(header);
     try {
-      return await WorldState.open(new NodeStore(this.#db, this.#nodes), header.stateRoot);
+      return await WorldState.open(new NodeStore(this.#db, this.#nodes), this.stateRootOf(header));
     } catch {
       throw new ChainError(
         ChainErrorCode.STATE_MISSING,
         `state of block ${header.number} is not available`,
       );
     }
+  }
+
+  /**
+   * The root of the state after `header`: its own, or on a development network the root of
+   * that state as edited since (`editHeadState`). Every read of state and every block built on
+   * `header` starts from here.
+   */
+  stateRootOf(header: BlockHeader): Uint8Array {
+    if (this.#stateEdits.size === 0) return header.stateRoot;
+    return this.#stateEdits.get(bytesToHex(header.stateRoot)) ?? header.stateRoot;
+  }
+
+  /** The edits of state made on development networks, for `rewindTo` to put back later. */
+  stateEdits(): StateEdits {
+    return this.#stateEdits;
+  }
+
+  /**
+   * Development networks only: changes the state after the head in place, without a block
+   * (`hardhat_setBalance`, `_setCode`, `_setNonce`, `_setStorageAt`, `loadState`). `edit` runs
+   * on the head's state; the new nodes and the record of the edit land in one batch. Block
+   * hashes and headers do not change: the header keeps the root it was made with, and
+   * `stateRootOf` answers the edited one. Returns the new root.
+   */
+  editHeadState(edit: (state: WorldState) => Promise<void>): Promise<Uint8Array> {
+    if (!this.network.devAccounts) {
+      return Promise.reject(
+        new ChainError(
+          ChainErrorCode.NOT_SUPPORTED,
+          `the state of ${this.network.name} changes only through its blocks`,
+        ),
+      );
+    }
+    return this.#enqueue(async () => {
+      this.#db.checkWritable();
+      const header = this.#head.block.header;
+      const store = new NodeStore(this.#db, this.#nodes);
+      const state = await WorldState.open(store, this.stateRootOf(header));
+      await edit(state);
+      const root = await state.commit();
+      const edits = new Map(this.#stateEdits);
+      if (equalBytes(root, header.stateRoot)) edits.delete(bytesToHex(header.stateRoot));
+      else edits.set(bytesToHex(header.stateRoot), root);
+      await this.#db.write([
+        ...store.takeWrites([root]),
+        { type: "put", bucket: Bucket.META, key: STATE_EDITS_KEY, value: encodeStateEdits(edits) },
+      ]);
+      store.confirmWrites();
+      this.#stateEdits = edits;
+      this.#production.dropHeadState();
+      return root;
+    });
   }
 
   /** The context a transaction or call runs in as part of the block after `parent`. */
@@ -709,14 +803,15 @@ export class Chain {
 
   /**
    * Makes canonical block `number` the head again and deletes the blocks above it, with their
-   * indexes, in one batch: what a development network's `evm_revert` and `evm_reset` do. Throws
+   * indexes, in one batch: what a development network's `evm_revert` and `evm_reset` do. The
+   * edits of state become `edits` (none when absent: see `stateEdits`). Throws
    * `ChainError` when there is no such block or its state is no longer kept.
    */
-  rewindTo(number: bigint): Promise<StoredBlock> {
-    return this.#enqueue(() => this.#rewindTo(number));
+  rewindTo(number: bigint, edits?: StateEdits): Promise<StoredBlock> {
+    return this.#enqueue(() => this.#rewindTo(number, edits));
   }
 
-  async #rewindTo(number: bigint): Promise<StoredBlock> {
+  async #rewindTo(number: bigint, edits: StateEdits = new Map()): Promise<StoredBlock> {
     const target = await this.getBlockByNumber(number);
     if (target === undefined)
       throw new ChainError(ChainErrorCode.NOT_FOUND, `no block ${number} on the chain`);
@@ -742,7 +837,16 @@ export class Chain {
       )),
     );
     ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: target.hash });
+    if (edits.size > 0 || this.#stateEdits.size > 0) {
+      ops.push({
+        type: "put",
+        bucket: Bucket.META,
+        key: STATE_EDITS_KEY,
+        value: encodeStateEdits(edits),
+      });
+    }
     await this.#db.write(ops);
+    this.#stateEdits = new Map(edits);
     for (const block of removed) {
       this.#store.forgetCanonical(block.block.header.number);
       this.#store.forget(block.hash);
@@ -816,7 +920,10 @@ export class Chain {
     const roots: Uint8Array[] = [];
     for (let n = first < 0n ? 0n : first; n <= head; n++) {
       const block = await this.getBlockByNumber(n);
-      if (block !== undefined) roots.push(block.block.header.stateRoot);
+      if (block === undefined) continue;
+      roots.push(block.block.header.stateRoot);
+      const edited = this.#stateEdits.get(bytesToHex(block.block.header.stateRoot));
+      if (edited !== undefined) roots.push(edited);
     }
     const started = performance.now();
     try {

@@ -5,6 +5,8 @@ export const ChainErrorCode = {
   CORRUPT: "CHAIN_CORRUPT",
   INVALID_BLOCK: "CHAIN_INVALID_BLOCK",
   NOT_FOUND: "CHAIN_NOT_FOUND",
+  /** What the network does not allow: editing state outside a block on a public network. */
+  NOT_SUPPORTED: "CHAIN_NOT_SUPPORTED",
   /** A block a reader asked for by selector or hash is not in the chain (answered as -32602). */
   UNKNOWN_BLOCK: "CHAIN_UNKNOWN_BLOCK",
   /** A transaction a reader asked for is not in the block it named (-32602). */

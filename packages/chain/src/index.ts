@@ -14,6 +14,7 @@ export {
   type ChainDeps,
   type ImportResult,
   type MinedBlock,
+  type StateEdits,
   UNSEALED,
 } from "./chain.js";
 export { ChainError, ChainErrorCode } from "./errors.js";

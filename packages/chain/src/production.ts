@@ -38,6 +38,8 @@ export interface MineOptions {
   readonly coinbase: Address;
   /** Seconds; at least the parent's timestamp + 1. Defaults to now. */
   readonly timestamp?: bigint;
+  /** The block's gas limit (a development network's `evm_setBlockGasLimit`); the parent's by default. */
+  readonly gasLimit?: bigint;
 }
 
 /** A block's transactions run on its parent's state. */
@@ -81,13 +83,22 @@ export class BlockProduction {
   readonly #nodes: NodeCache;
   readonly #executor: Executor;
   readonly #rules: ConsensusRules;
+  readonly #stateRootOf: (header: BlockHeader) => Uint8Array;
   #headState: HeadState | undefined;
 
-  constructor(db: Database, nodes: NodeCache, executor: Executor, rules: ConsensusRules) {
+  /** `stateRootOf` names the state after a block (its header's root, or that state as edited). */
+  constructor(
+    db: Database,
+    nodes: NodeCache,
+    executor: Executor,
+    rules: ConsensusRules,
+    stateRootOf: (header: BlockHeader) => Uint8Array = (header) => header.stateRoot,
+  ) {
     this.#db = db;
     this.#nodes = nodes;
     this.#executor = executor;
     this.#rules = rules;
+    this.#stateRootOf = stateRootOf;
   }
 
   /** Keeps the state after the new head for the next block built on it. */
@@ -134,13 +145,14 @@ export class BlockProduction {
     blockHash: (number: bigint) => Promise<Uint8Array | undefined>,
   ): Promise<{ header: BlockHeader; uncles: BlockHeader[]; run: Execution }> {
     const parentHeader = parent.block.header;
-    const ctx = this.nextBlockContext(
+    const next = this.nextBlockContext(
       parentHeader,
       opts.coinbase,
       opts.timestamp,
       uncles.length,
       blockHash,
     );
+    const ctx = opts.gasLimit === undefined ? next : { ...next, gasLimit: opts.gasLimit };
     const run = await this.execute(parentHeader, ctx, txs, false, keepHeadState);
     const header: BlockHeader = {
       parentHash: parent.hash,
@@ -178,7 +190,8 @@ export class BlockProduction {
     strict: boolean,
     keepHeadState = false,
   ): Promise<Execution> {
-    const parentRoot = bytesToHex(parent.stateRoot);
+    const root = this.#stateRootOf(parent);
+    const parentRoot = bytesToHex(root);
     const reuse =
       !keepHeadState && this.#headState?.root === parentRoot ? this.#headState : undefined;
     if (reuse !== undefined) this.#headState = undefined;
@@ -186,7 +199,7 @@ export class BlockProduction {
     let state = reuse?.state;
     if (state === undefined) {
       try {
-        state = await WorldState.open(store, parent.stateRoot);
+        state = await WorldState.open(store, root);
       } catch {
         throw new ChainError(
           ChainErrorCode.STATE_MISSING,

@@ -266,7 +266,7 @@ export class ChainReader {
   /** The state after `header`, shared with other readers of it (kept while recently used). */
   stateAt(header: BlockHeader): Promise<WorldState> {
     this.chain.assertStateRetained(header);
-    const key = bytesToHex(header.stateRoot);
+    const key = bytesToHex(this.chain.stateRootOf(header));
     let state = this.#states.get(key);
     if (state === undefined) {
       state = this.chain.stateAt(header);

@@ -3,6 +3,10 @@ import { NodexError } from "@nodex/types";
 export const MinerErrorCode = {
   /** A development control on a network whose blocks only merged miners make (-32000). */
   NOT_SUPPORTED: "MINER_NOT_SUPPORTED",
+  /** A development control's argument out of its range (-32602). */
+  INVALID_ARGUMENT: "MINER_INVALID_ARGUMENT",
+  /** A send from an account that is neither the node's nor impersonated (-32000). */
+  NOT_IMPERSONATED: "MINER_NOT_IMPERSONATED",
   /** A block time that is not after the head's (-32602). */
   INVALID_TIMESTAMP: "MINER_INVALID_TIMESTAMP",
   /** An automined transaction the block could not include, with the EVM's reason (-32010). */

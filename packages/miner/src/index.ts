@@ -5,4 +5,9 @@ export {
   type MinerServerOptions,
   type SubmittedBlock,
 } from "./minerServer.js";
-export { BlockProducer, type BlockProducerOptions } from "./producer.js";
+export {
+  BlockProducer,
+  type BlockProducerOptions,
+  MAX_BLOCKS_AT_ONCE,
+  type StateEdit,
+} from "./producer.js";

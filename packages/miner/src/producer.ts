@@ -6,6 +6,7 @@ import {
   type MineOptions,
   type PendingBlock,
   type PendingSource,
+  type StateEdits,
 } from "@nodex/chain";
 import { decodeRevertReason } from "@nodex/evm";
 import { StateError, StateErrorCode } from "@nodex/state";
@@ -15,10 +16,30 @@ import {
   bytesToHex,
   equalBytes,
   headerHash,
+  impersonatedTransaction,
   type Logger,
   type SignedTransaction,
+  type UnsignedTransaction,
 } from "@nodex/types";
 import { MinerError, MinerErrorCode } from "./errors.js";
+
+/** The least and most gas limit `evm_setBlockGasLimit` takes. */
+const MIN_BLOCK_GAS_LIMIT = 21_000n;
+const MAX_BLOCK_GAS_LIMIT = 1n << 63n;
+/** The most blocks one `hardhat_mine` makes (each is a real block, executed and written). */
+export const MAX_BLOCKS_AT_ONCE = 100_000n;
+
+function nowSeconds(): bigint {
+  return BigInt(Math.floor(Date.now() / 1000));
+}
+
+/** One edit of the state after the head (see `BlockProducer.editState`). */
+export type StateEdit = { readonly method: string; readonly address: Address } & (
+  | { readonly kind: "balance"; readonly balance: bigint }
+  | { readonly kind: "code"; readonly code: Uint8Array }
+  | { readonly kind: "nonce"; readonly nonce: bigint }
+  | { readonly kind: "storage"; readonly slot: Uint8Array; readonly value: Uint8Array }
+);
 
 export interface BlockProducerOptions {
   /**
@@ -43,6 +64,8 @@ interface Snapshot {
   readonly head: bigint;
   readonly waiting: readonly SignedTransaction[];
   readonly timeOffset: bigint;
+  readonly nextTimestamp: bigint | undefined;
+  readonly stateEdits: StateEdits;
 }
 
 /**
@@ -62,10 +85,23 @@ export class BlockProducer implements PendingSource {
   readonly #startMining: boolean;
   /** Whether a block is mined for each transaction received (off: they wait for `minePending`). */
   #autoMining: boolean;
+  /** Whether automine is wanted (configured, or set by `evm_setAutomine`) when mining runs. */
+  #automineWanted: boolean;
+  /** Milliseconds between interval blocks; 0 for none. */
+  #intervalMs: number;
   /** Whether blocks are made at all (`evm_stopMining` stops both automine and the interval). */
   #miningStopped = false;
   /** Seconds added to the clock for new blocks (`evm_increaseTime`, `evm_mine` with a time). */
   #timeOffset = 0n;
+  /** The next block's time (`evm_setNextBlockTimestamp`), used once. */
+  #nextTimestamp: bigint | undefined;
+  /** The gas limit of the next blocks (`evm_setBlockGasLimit`); the parent's when absent. */
+  #gasLimit: bigint | undefined;
+  /** The beneficiary of the next blocks (`hardhat_setCoinbase`); the configured one when absent. */
+  #coinbaseOverride: Address | undefined;
+  /** Accounts whose transactions the node sends without their keys (`hardhat_impersonateAccount`). */
+  readonly #impersonated = new Set<string>();
+  #autoImpersonate = false;
   readonly #snapshots = new Map<bigint, Snapshot>();
   #nextSnapshot = 1n;
   #pendingBlock: { key: string; block: Promise<PendingBlock> } | undefined;
@@ -79,6 +115,8 @@ export class BlockProducer implements PendingSource {
     this.automine = opts.automine;
     this.mineInterval = opts.mineInterval ?? 0;
     this.#autoMining = this.automine && this.mineInterval === 0;
+    this.#automineWanted = this.#autoMining;
+    this.#intervalMs = this.mineInterval * 1000;
     this.#coinbase = opts.coinbase;
     this.#log = opts.logger;
     this.#startMining = opts.startMining ?? true;
@@ -113,7 +151,7 @@ export class BlockProducer implements PendingSource {
         this.#log.warn("Dropped a journaled transaction", { reason });
     }
     if (this.automine) await this.setMining(this.#startMining);
-    if (this.mineInterval > 0 && this.#startMining) this.#startInterval(this.mineInterval);
+    else if (this.mineInterval > 0 && this.#startMining) this.#startIntervalMs(this.#intervalMs);
   }
 
   /** Stops the interval timer and waits for a block being mined. */
@@ -125,7 +163,7 @@ export class BlockProducer implements PendingSource {
     await interval.current;
   }
 
-  #startInterval(seconds: number): void {
+  #startIntervalMs(ms: number): void {
     if (this.#interval !== undefined) return;
     const interval = { timer: undefined as unknown as NodeJS.Timeout, current: Promise.resolve() };
     interval.timer = setInterval(() => {
@@ -139,9 +177,9 @@ export class BlockProducer implements PendingSource {
           },
         ),
       );
-    }, seconds * 1000);
+    }, ms);
     this.#interval = interval;
-    this.#log.info("Mining a block at each interval", { seconds });
+    this.#log.info("Mining a block at each interval", { seconds: ms / 1000 });
   }
 
   /**
@@ -247,12 +285,23 @@ export class BlockProducer implements PendingSource {
   }
 
   #mineOptions(timestamp?: bigint): MineOptions {
-    if (timestamp !== undefined) return { coinbase: this.#coinbase(), timestamp };
-    if (this.#timeOffset === 0n) return { coinbase: this.#coinbase() };
-    return {
-      coinbase: this.#coinbase(),
-      timestamp: BigInt(Math.floor(Date.now() / 1000)) + this.#timeOffset,
-    };
+    const coinbase = this.#coinbaseOverride ?? this.#coinbase();
+    const gasLimit = this.#gasLimit;
+    let time = timestamp;
+    if (time === undefined && this.#nextTimestamp !== undefined) {
+      // Used once; the clock of later blocks continues from it.
+      time = this.#nextTimestamp;
+      this.#nextTimestamp = undefined;
+      this.#timeOffset = time - nowSeconds();
+    }
+    if (time === undefined && this.#timeOffset !== 0n) time = nowSeconds() + this.#timeOffset;
+    return time === undefined
+      ? gasLimit === undefined
+        ? { coinbase }
+        : { coinbase, gasLimit }
+      : gasLimit === undefined
+        ? { coinbase, timestamp: time }
+        : { coinbase, timestamp: time, gasLimit };
   }
 
   // The pending block, for the chain reader.
@@ -270,7 +319,11 @@ export class BlockProducer implements PendingSource {
     const pool = this.#admission.pool;
     const key = `${bytesToHex(head.hash)}:${pool.version}`;
     if (this.#pendingBlock?.key !== key) {
-      const block = this.#chain.buildTemplate(pool.pending(), { coinbase: this.#coinbase() }).then(
+      const opts: MineOptions = {
+        coinbase: this.#coinbaseOverride ?? this.#coinbase(),
+        ...(this.#gasLimit === undefined ? {} : { gasLimit: this.#gasLimit }),
+      };
+      const block = this.#chain.buildTemplate(pool.pending(), opts).then(
         (template): PendingBlock => ({
           block: template.block,
           hash: headerHash(template.block.header),
@@ -310,6 +363,8 @@ export class BlockProducer implements PendingSource {
       head: this.#chain.head.block.header.number,
       waiting: this.#waiting(),
       timeOffset: this.#timeOffset,
+      nextTimestamp: this.#nextTimestamp,
+      stateEdits: this.#chain.stateEdits(),
     });
     return id;
   }
@@ -323,9 +378,11 @@ export class BlockProducer implements PendingSource {
     const snapshot = this.#snapshots.get(id);
     if (snapshot === undefined) return false;
     for (const key of [...this.#snapshots.keys()]) if (key >= id) this.#snapshots.delete(key);
-    await this.#chain.rewindTo(snapshot.head);
+    await this.#chain.rewindTo(snapshot.head, snapshot.stateEdits);
     await this.#admission.replaceAll(snapshot.waiting);
     this.#timeOffset = snapshot.timeOffset;
+    this.#nextTimestamp = snapshot.nextTimestamp;
+    this.#pendingBlock = undefined;
     return true;
   }
 
@@ -335,6 +392,12 @@ export class BlockProducer implements PendingSource {
     await this.#chain.rewindTo(0n);
     await this.#admission.replaceAll([]);
     this.#timeOffset = 0n;
+    this.#nextTimestamp = undefined;
+    this.#gasLimit = undefined;
+    this.#coinbaseOverride = undefined;
+    this.#impersonated.clear();
+    this.#autoImpersonate = false;
+    this.#pendingBlock = undefined;
   }
 
   /** `evm_increaseTime`: moves the clock of new blocks forward; the total offset in seconds. */
@@ -357,7 +420,8 @@ export class BlockProducer implements PendingSource {
           `timestamp ${timestamp} is not after the head's ${head}`,
         );
       }
-      this.#timeOffset = timestamp - BigInt(Math.floor(Date.now() / 1000));
+      this.#timeOffset = timestamp - nowSeconds();
+      this.#nextTimestamp = undefined;
     }
     return this.#minePending(timestamp);
   }
@@ -370,8 +434,216 @@ export class BlockProducer implements PendingSource {
   async setMining(on: boolean): Promise<void> {
     this.#requireBlockProduction(on ? "evm_startMining" : "evm_stopMining");
     this.#miningStopped = !on;
-    this.#autoMining = on && this.automine && this.mineInterval === 0;
+    this.#autoMining = on && this.#automineWanted;
+    if (!on) await this.stop();
+    else if (this.#intervalMs > 0 && this.#interval === undefined)
+      this.#startIntervalMs(this.#intervalMs);
     if (this.#autoMining && this.hasPending()) await this.#minePending();
+  }
+
+  /**
+   * `evm_setAutomine` (`hardhat_`/`anvil_`): whether a block is mined for each transaction
+   * received. Off, transactions wait for `evm_mine` or the interval; on, what waits is mined now.
+   */
+  async setAutomine(on: boolean): Promise<void> {
+    this.#requireBlockProduction("evm_setAutomine");
+    this.#automineWanted = on;
+    this.#autoMining = on && !this.#miningStopped;
+    if (this.#autoMining && this.hasPending()) await this.#minePending();
+  }
+
+  /** Whether a block is mined for each transaction received (`hardhat_getAutomine`). */
+  get automining(): boolean {
+    return this.#autoMining;
+  }
+
+  /**
+   * `evm_setIntervalMining`: a block every `ms` milliseconds (whole seconds or not), 0 for none.
+   * Automine is left as it is, as Hardhat leaves it.
+   */
+  async setIntervalMining(ms: number): Promise<void> {
+    this.#requireBlockProduction("evm_setIntervalMining");
+    await this.stop();
+    this.#intervalMs = ms;
+    if (ms > 0) this.#startIntervalMs(ms);
+  }
+
+  /**
+   * `evm_setNextBlockTimestamp`: the next block's time, after the head's; later blocks continue
+   * from it.
+   */
+  setNextBlockTimestamp(timestamp: bigint): void {
+    this.#requireBlockProduction("evm_setNextBlockTimestamp");
+    const head = this.#chain.head.block.header.timestamp;
+    if (timestamp <= head) {
+      throw new MinerError(
+        MinerErrorCode.INVALID_TIMESTAMP,
+        `timestamp ${timestamp} is lower than or equal to the head's ${head}`,
+      );
+    }
+    this.#nextTimestamp = timestamp;
+    this.#pendingBlock = undefined;
+  }
+
+  /** `evm_setBlockGasLimit`: the gas limit of the next blocks. */
+  setBlockGasLimit(gasLimit: bigint): void {
+    this.#requireBlockProduction("evm_setBlockGasLimit");
+    if (gasLimit < MIN_BLOCK_GAS_LIMIT || gasLimit > MAX_BLOCK_GAS_LIMIT) {
+      throw new MinerError(
+        MinerErrorCode.INVALID_ARGUMENT,
+        `block gas limit must be between ${MIN_BLOCK_GAS_LIMIT} and ${MAX_BLOCK_GAS_LIMIT}, got ${gasLimit}`,
+      );
+    }
+    this.#gasLimit = gasLimit;
+    this.#pendingBlock = undefined;
+  }
+
+  /** `hardhat_setCoinbase`: the beneficiary of the next blocks. */
+  setCoinbase(address: Address): void {
+    this.#requireBlockProduction("hardhat_setCoinbase");
+    this.#coinbaseOverride = address;
+    this.#pendingBlock = undefined;
+  }
+
+  /** The beneficiary of the next block. */
+  get coinbase(): Address {
+    return this.#coinbaseOverride ?? this.#coinbase();
+  }
+
+  /**
+   * `hardhat_mine`: `count` blocks (at least 1), the waiting transactions in the first ones;
+   * with `interval`, each block's time is the last one's plus `interval` seconds, and the clock
+   * of later blocks continues from the last. Returns the last block.
+   */
+  async mineBlocks(count: bigint, interval?: bigint): Promise<MinedBlock> {
+    this.#requireBlockProduction("hardhat_mine");
+    if (count < 1n || count > MAX_BLOCKS_AT_ONCE) {
+      throw new MinerError(
+        MinerErrorCode.INVALID_ARGUMENT,
+        `the number of blocks must be between 1 and ${MAX_BLOCKS_AT_ONCE}, got ${count}`,
+      );
+    }
+    if (interval !== undefined && interval < 1n) {
+      throw new MinerError(
+        MinerErrorCode.INVALID_ARGUMENT,
+        `the interval between blocks must be at least 1 second, got ${interval}`,
+      );
+    }
+    let last = await this.#minePending();
+    for (let i = 1n; i < count; i++) {
+      const timestamp = interval === undefined ? undefined : last.block.header.timestamp + interval;
+      last = await this.#minePending(timestamp);
+    }
+    if (interval !== undefined && count > 1n)
+      this.#timeOffset = last.block.header.timestamp - nowSeconds();
+    return last;
+  }
+
+  /**
+   * `hardhat_dropTransaction`: removes a waiting transaction; `false` when none has that hash.
+   * Throws for one already in a block.
+   */
+  async dropTransaction(hash: Uint8Array): Promise<boolean> {
+    this.#requireBlockProduction("hardhat_dropTransaction");
+    await this.#admission.settled();
+    if (this.#admission.pool.get(hash) !== undefined) {
+      this.#admission.pool.remove([hash]);
+      return true;
+    }
+    if ((await this.#chain.getTransactionLocation(hash)) !== undefined) {
+      throw new MinerError(
+        MinerErrorCode.INVALID_ARGUMENT,
+        `transaction ${bytesToHex(hash)} cannot be dropped: it is already in a block`,
+      );
+    }
+    return false;
+  }
+
+  /**
+   * `hardhat_setBalance`, `_setCode`, `_setNonce`, `_setStorageAt`: changes the state after the
+   * head without a block (see `Chain.editHeadState`). The waiting transactions are checked
+   * again against the new state; `setNonce` is refused while the account has some, as Hardhat
+   * refuses it.
+   */
+  async editState(edit: StateEdit): Promise<void> {
+    this.#requireBlockProduction(edit.method);
+    if (edit.kind === "nonce") {
+      await this.#admission.settled();
+      const { pending, queued } = this.#admission.pool.content();
+      const key = bytesToHex(edit.address);
+      const waits = (pending.get(key)?.length ?? 0) + (queued.get(key)?.length ?? 0);
+      if (waits > 0) {
+        throw new MinerError(
+          MinerErrorCode.INVALID_ARGUMENT,
+          `cannot set the nonce of ${bytesToHex(edit.address)} while ${waits} of its transactions wait for a block`,
+        );
+      }
+    }
+    await this.#enqueue(async () => {
+      await this.#chain.editHeadState(async (state) => {
+        switch (edit.kind) {
+          case "balance":
+            return state.setBalance(edit.address, edit.balance);
+          case "code":
+            return state.setCode(edit.address, edit.code);
+          case "nonce":
+            return state.setNonce(edit.address, edit.nonce);
+          case "storage":
+            return state.setStorage(edit.address, edit.slot, edit.value);
+        }
+      });
+      this.#pendingBlock = undefined;
+      if (this.hasPending()) await this.#admission.replaceAll(this.#waiting());
+    });
+  }
+
+  /** `hardhat_impersonateAccount`: the node sends `address`'s transactions without its key. */
+  impersonate(address: Address): void {
+    this.#requireBlockProduction("hardhat_impersonateAccount");
+    this.#impersonated.add(bytesToHex(address));
+  }
+
+  /** `hardhat_stopImpersonatingAccount`: `false` when `address` was not impersonated. */
+  stopImpersonating(address: Address): boolean {
+    this.#requireBlockProduction("hardhat_stopImpersonatingAccount");
+    return this.#impersonated.delete(bytesToHex(address));
+  }
+
+  /** `anvil_autoImpersonateAccount`: every account is impersonated while on. */
+  setAutoImpersonate(on: boolean): void {
+    this.#requireBlockProduction("anvil_autoImpersonateAccount");
+    this.#autoImpersonate = on;
+  }
+
+  /** Whether the node sends `address`'s transactions without its key. */
+  isImpersonated(address: Address): boolean {
+    return this.automine && (this.#autoImpersonate || this.#impersonated.has(bytesToHex(address)));
+  }
+
+  /**
+   * Sends `tx` from an impersonated account without its key (`eth_sendTransaction` from it,
+   * `eth_sendUnsignedTransaction`): as `sendTransaction`, with a placeholder signature (see
+   * `impersonatedTransaction`).
+   */
+  sendImpersonated(
+    tx: UnsignedTransaction,
+    from: Address,
+    opts: { wait?: "head" | "built" } = {},
+  ): Promise<Uint8Array> {
+    this.#requireBlockProduction("eth_sendUnsignedTransaction");
+    if (!this.isImpersonated(from)) {
+      throw new MinerError(
+        MinerErrorCode.NOT_IMPERSONATED,
+        `account ${bytesToHex(from)} is not impersonated: call hardhat_impersonateAccount first`,
+      );
+    }
+    const signed = impersonatedTransaction(tx, from, this.#chain.network.chainId);
+    return this.sendTransaction(signed, { local: true, ...opts });
+  }
+
+  /** The snapshots `revert` can still go back to. */
+  get snapshotCount(): number {
+    return this.#snapshots.size;
   }
 
   get miningStopped(): boolean {

@@ -84,6 +84,9 @@ const domainCodes: Readonly<Record<string, number>> = {
   [StateErrorCode.STORAGE_UNAVAILABLE]: RPCErrorCode.RESOURCE_UNAVAILABLE,
   [MinerErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.INVALID_TIMESTAMP]: RPCErrorCode.INVALID_PARAMS,
+  [MinerErrorCode.INVALID_ARGUMENT]: RPCErrorCode.INVALID_PARAMS,
+  [MinerErrorCode.NOT_IMPERSONATED]: RPCErrorCode.SERVER_ERROR,
+  [ChainErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.TRANSACTION_REJECTED]: RPCErrorCode.TRANSACTION_REJECTED,
   [MinerErrorCode.TRANSACTION_REVERTED]: RPCErrorCode.REVERTED,
   // Wallet failures: geth's -32000 (unknown, locked accounts, wrong passphrase, unreadable file).

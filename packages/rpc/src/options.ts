@@ -52,6 +52,8 @@ export const HTTP_LAYERS: readonly HttpLayer[] = ["auto", "node"];
 export const HOSTED_OFF_MODULES: readonly ModuleName[] = [
   "personal",
   "evm",
+  "hardhat",
+  "anvil",
   "mnr",
   "sco",
   "debug",
@@ -63,6 +65,7 @@ export const HOSTED_OFF_MODULES: readonly ModuleName[] = [
  * any key holder could otherwise set for everyone (what `eth_hashrate` and `eth_mining` tell).
  */
 export const HOSTED_OFF_METHODS: readonly string[] = [
+  "eth_sendUnsignedTransaction",
   "eth_getWork",
   "eth_submitWork",
   "eth_submitHashrate",

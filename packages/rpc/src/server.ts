@@ -1,5 +1,12 @@
+import { randomBytes } from "node:crypto";
 import { STRUCT_LOG_LIMIT_BYTES } from "@nodex/evm";
-import { keccakBackend, type Logger, type ModuleName, signatureRecovery } from "@nodex/types";
+import {
+  bytesToHex,
+  keccakBackend,
+  type Logger,
+  type ModuleName,
+  signatureRecovery,
+} from "@nodex/types";
 import { Dispatcher } from "./dispatcher.js";
 import { FilterManager } from "./filters.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
@@ -7,6 +14,7 @@ import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { debugTraceModule } from "./modules/debug.js";
 import { debugRawModule } from "./modules/debugRaw.js";
+import { anvilModule, devEthModule, hardhatModule } from "./modules/devTools.js";
 import { ethAccountsModule } from "./modules/ethAccounts.js";
 import { ethChainModule } from "./modules/ethChain.js";
 import { evmModule } from "./modules/evm.js";
@@ -97,7 +105,12 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   if (subscriptions !== undefined) chainModules.push(subscribeModule);
   if (pool !== undefined) chainModules.push(...txpoolModules(pool));
   // Served where the evm module is enabled: regtest and devnet, or by --rpc-modules.
-  if (dev !== undefined) chainModules.push(evmModule(dev));
+  if (dev !== undefined) {
+    // One id for the life of this process: Hardhat's helpers tell nodes apart by it.
+    const instanceId = bytesToHex(randomBytes(32));
+    chainModules.push(evmModule(dev), hardhatModule(dev, instanceId), anvilModule(dev, instanceId));
+    if (reader !== undefined) chainModules.push(devEthModule(dev, reader));
+  }
   if (miner !== undefined) chainModules.push(...miningModules(miner));
   // Without the peer-to-peer network, the peer methods are known and say why they cannot run.
   chainModules.push(scoModule(deps.services.scoring), wireQueueModule(deps.services.peers));

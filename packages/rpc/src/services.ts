@@ -8,6 +8,7 @@ import type {
   TracedTransaction,
 } from "@nodex/chain";
 import type { CallOutcome, CallRequest, ExecutionTracer } from "@nodex/evm";
+import type { StateEdit } from "@nodex/miner";
 import type { WorldState } from "@nodex/state";
 import type {
   Address,
@@ -124,7 +125,32 @@ export interface DevControls {
 /** Sync progress, or `false` when the node is not syncing. */
 export type SyncStatus =
   | false
+  /** `count` blocks; with `interval`, that many seconds apart. */
+  mineBlocks(count: bigint, interval?: bigint): Promise<unknown>;
   | {
+  setAutomine(on: boolean): Promise<void>;
+  readonly automining: boolean;
+  /** A block every `ms` milliseconds; 0 for none. */
+  setIntervalMining(ms: number): Promise<void>;
+  setNextBlockTimestamp(timestamp: bigint): void;
+  setBlockGasLimit(gasLimit: bigint): void;
+  setCoinbase(address: Address): void;
+  readonly coinbase: Address;
+  /** `false` when no waiting transaction has that hash. */
+  dropTransaction(hash: Uint8Array): Promise<boolean>;
+  editState(edit: StateEdit): Promise<void>;
+  impersonate(address: Address): void;
+  stopImpersonating(address: Address): boolean;
+  setAutoImpersonate(on: boolean): void;
+  isImpersonated(address: Address): boolean;
+  /** Sends from an impersonated account; the transaction's hash once its automined block is built. */
+  sendImpersonated(
+    tx: UnsignedTransaction,
+    from: Address,
+    opts?: { wait?: "head" | "built" },
+  ): Promise<Uint8Array>;
+  /** The snapshots `evm_revert` can still go back to. */
+  readonly snapshotCount: number;
       readonly startingBlock: bigint;
       readonly currentBlock: bigint;
       readonly highestBlock: bigint;

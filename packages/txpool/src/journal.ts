@@ -9,15 +9,30 @@ import {
 } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { bytesToHex, hexToBytes } from "@nodex/types";
+import { type Address, bytesToHex, hexToBytes } from "@nodex/types";
 
 /** The first line of a journal; lines starting with `#` are comments. */
 export const JOURNAL_HEADER =
-  "# nodex txpool journal v1: one signed transaction (RLP, 0x hex) a line";
+  "# nodex txpool journal v1: one signed transaction (RLP, 0x hex) a line, then its sender for one made without a key";
+
+/**
+ * One line: a signed transaction, and the sender of one the node made without a key (a
+ * development network's impersonated account), whose sender cannot be recovered.
+ */
+export interface JournalEntry {
+  readonly raw: Uint8Array;
+  readonly sender?: Address;
+}
+
+function entryLine(entry: JournalEntry): string {
+  return entry.sender === undefined
+    ? `${bytesToHex(entry.raw)}\n`
+    : `${bytesToHex(entry.raw)} ${bytesToHex(entry.sender)}\n`;
+}
 
 export interface JournalContents {
-  /** The raw transactions, in file order. */
-  readonly raws: readonly Uint8Array[];
+  /** The transactions, in file order. */
+  readonly entries: readonly JournalEntry[];
   /** One sentence per line that is not a transaction's hex. */
   readonly problems: readonly string[];
 }
@@ -28,18 +43,21 @@ export async function readJournal(path: string): Promise<JournalContents> {
   try {
     text = await readFile(path, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { raws: [], problems: [] };
-    return { raws: [], problems: [`journal ${path} unreadable: ${(err as Error).message}`] };
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { entries: [], problems: [] };
+    return { entries: [], problems: [`journal ${path} unreadable: ${(err as Error).message}`] };
   }
-  const raws: Uint8Array[] = [];
+  const entries: JournalEntry[] = [];
   const problems: string[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!.trim();
     if (line === "" || line.startsWith("#")) continue;
+    const [tx, sender, ...rest] = line.split(" ");
     let bytes: Uint8Array | undefined;
+    let from: Uint8Array | undefined;
     try {
-      if (line.startsWith("0x")) bytes = hexToBytes(line);
+      if (tx!.startsWith("0x")) bytes = hexToBytes(tx!);
+      if (sender?.startsWith("0x")) from = hexToBytes(sender);
     } catch {
       bytes = undefined;
     }
@@ -47,9 +65,13 @@ export async function readJournal(path: string): Promise<JournalContents> {
       problems.push(`journal line ${i + 1}: not a transaction's 0x hex`);
       continue;
     }
-    raws.push(bytes);
+    if (rest.length > 0 || (sender !== undefined && from?.length !== 20)) {
+      problems.push(`journal line ${i + 1}: not a transaction and its sender's address`);
+      continue;
+    }
+    entries.push(from === undefined ? { raw: bytes } : { raw: bytes, sender: from as Address });
   }
-  return { raws, problems };
+  return { entries, problems };
 }
 
 /**
@@ -58,9 +80,9 @@ export async function readJournal(path: string): Promise<JournalContents> {
  * comes once per hundreds of transactions, and doing it in place keeps the pool's writes in
  * order without a queue of file operations that every admission would wait behind.
  */
-export function writeJournal(path: string, raws: readonly Uint8Array[]): void {
+export function writeJournal(path: string, entries: readonly JournalEntry[]): void {
   let text = `${JOURNAL_HEADER}\n`;
-  for (const raw of raws) text += `${bytesToHex(raw)}\n`;
+  for (const entry of entries) text += entryLine(entry);
   mkdirSync(dirname(path), { recursive: true });
   const temp = `${path}.tmp`;
   const fd = openSync(temp, "w");
@@ -94,8 +116,8 @@ export function openJournalForAppend(path: string): number {
  * Appends one transaction's line: a write of a few hundred bytes to the page cache, done on
  * the spot (microseconds) rather than through the thread pool.
  */
-export function appendJournal(fd: number, raw: Uint8Array): number {
-  return writeAll(fd, `${bytesToHex(raw)}\n`);
+export function appendJournal(fd: number, entry: JournalEntry): number {
+  return writeAll(fd, entryLine(entry));
 }
 
 /**

@@ -1,10 +1,18 @@
 import { intrinsicGas } from "@nodex/evm";
-import { type Address, bytesToHex, decodeTransaction, type SignedTransaction } from "@nodex/types";
+import {
+  type Address,
+  bytesToHex,
+  decodeImpersonatedTransaction,
+  decodeTransaction,
+  isImpersonatedTransaction,
+  type SignedTransaction,
+} from "@nodex/types";
 import { chainIdMismatch, TxPoolError, TxPoolErrorCode, typedNotActive } from "./errors.js";
 import { Heap } from "./heap.js";
 import {
   appendJournal,
   closeJournal,
+  type JournalEntry,
   openJournalForAppend,
   readJournal,
   writeJournal,
@@ -309,12 +317,16 @@ export class TxPool {
   async loadJournal(head: PoolHead): Promise<JournalLoadResult> {
     const path = this.#opts.journalPath;
     if (path === undefined) return { loaded: 0, dropped: 0, reasons: [] };
-    const { raws, problems } = await readJournal(path);
+    const { entries, problems } = await readJournal(path);
     const reasons = [...problems];
     const txs: SignedTransaction[] = [];
-    for (const raw of raws) {
+    for (const { raw, sender } of entries) {
       try {
-        txs.push(decodeTransaction(raw));
+        txs.push(
+          sender === undefined
+            ? decodeTransaction(raw)
+            : decodeImpersonatedTransaction(raw, sender),
+        );
       } catch (err) {
         reasons.push(`journal transaction ${shortHex(raw)}: ${(err as Error).message}`);
       }
@@ -531,7 +543,7 @@ export class TxPool {
 
     // Kept before it is taken: a local transaction the journal cannot hold is refused, so that
     // every hash answered survives a restart.
-    if (local) this.#journalKeep(tx.raw);
+    if (local) this.#journalKeep(journalEntry(tx));
     // Accepted: from here on nothing throws.
     if (victim !== undefined) this.#evict(victim);
     if (account === undefined) {
@@ -757,15 +769,14 @@ export class TxPool {
 
   // --- journal ----------------------------------------------------------------------------
 
-  /** Rewrites the journal with the live local transactions (atomically: temp file, rename). */
   /** The pool's local transactions, each sender's in nonce order. */
-  #liveLocals(): Uint8Array[] {
+  #liveLocals(): JournalEntry[] {
     return [...this.#all.values()]
       .filter((e) => e.local)
       .sort((a, b) =>
         a.account.key < b.account.key ? -1 : a.account.key > b.account.key ? 1 : byNonce(a, b),
       )
-      .map((e) => e.tx.raw);
+      .map((e) => journalEntry(e.tx));
   }
 
   #journalChanged(): void {
@@ -791,7 +802,7 @@ export class TxPool {
    * rewrite, no sync: see `journal.ts`), or after a failed write, the whole journal rewritten
    * with it. Throws `TxPoolError` (`JOURNAL_WRITE_FAILED`) when the file cannot be written.
    */
-  #journalKeep(raw: Uint8Array): void {
+  #journalKeep(entry: JournalEntry): void {
     const path = this.#opts.journalPath;
     if (path === undefined || this.#loadingJournal) return;
     try {
@@ -799,14 +810,14 @@ export class TxPool {
         // Whatever half of a line reached the file, it is written anew.
         this.#closeJournalFile();
         const locals = this.#liveLocals();
-        locals.push(raw);
+        locals.push(entry);
         writeJournal(path, locals);
         this.#journalLines = locals.length;
         this.#journalAppended = 0;
         this.#journalDirty = false;
       } else {
         this.#journalFile ??= openJournalForAppend(path);
-        this.#journalAppended += appendJournal(this.#journalFile, raw);
+        this.#journalAppended += appendJournal(this.#journalFile, entry);
         this.#journalLines++;
       }
       this.#journalError = undefined;
@@ -873,4 +884,9 @@ function before(a: Cursor, b: Cursor): boolean {
   const pa = a.entry.tx.gasPrice;
   const pb = b.entry.tx.gasPrice;
   return pa > pb || (pa === pb && a.entry.seq < b.entry.seq);
+}
+
+/** A transaction's journal line: with its sender when no key signed it (see `JournalEntry`). */
+function journalEntry(tx: SignedTransaction): JournalEntry {
+  return isImpersonatedTransaction(tx) ? { raw: tx.raw, sender: tx.from } : { raw: tx.raw };
 }

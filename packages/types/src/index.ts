@@ -97,10 +97,13 @@ export type {
 export {
   clearSenderCache,
   contractAddress,
+  decodeImpersonatedTransaction,
   decodeSenders,
   decodeTransaction,
   dynamicFeeGasPrice,
   encodeSenders,
+  impersonatedTransaction,
+  isImpersonatedTransaction,
   signingHash,
   signTransaction,
   TransactionError,

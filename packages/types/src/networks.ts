@@ -18,7 +18,9 @@ export type ModuleName =
   | "personal"
   | "mnr"
   | "nodex"
-  | "sco";
+  | "sco"
+  | "hardhat"
+  | "anvil";
 export const MODULE_NAMES: readonly ModuleName[] = Object.freeze([
   "eth",
   "net",
@@ -32,6 +34,8 @@ export const MODULE_NAMES: readonly ModuleName[] = Object.freeze([
   "mnr",
   "nodex",
   "sco",
+  "hardhat",
+  "anvil",
 ]);
 
 /** What differs between networks. Later work adds genesis allocations and consensus rules. */
@@ -87,7 +91,14 @@ export function typedTransactionsActive(network: NetworkPreset, blockNumber: big
 const PUBLIC_SAFE_DEPTH = 12n;
 
 const PUBLIC_MODULES: readonly ModuleName[] = ["eth", "net", "web3", "rpc", "txpool", "nodex"];
-const DEV_MODULES: readonly ModuleName[] = [...PUBLIC_MODULES, "evm", "personal", "mnr"];
+const DEV_MODULES: readonly ModuleName[] = [
+  ...PUBLIC_MODULES,
+  "evm",
+  "personal",
+  "mnr",
+  "hardhat",
+  "anvil",
+];
 
 function preset(p: NetworkPreset): NetworkPreset {
   return Object.freeze({

@@ -2,6 +2,7 @@ import {
   type AccessListEntry,
   type Address,
   CodecError,
+  equalBytes,
   parseQuantity,
   type SignedTransaction,
   type TransactionType,
@@ -117,6 +118,15 @@ async function signFromWallet(
   req: SendRequest,
   passphrase?: string,
 ): Promise<SignedTransaction> {
+  const tx = await fillSendRequest(deps, req);
+  return deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
+}
+
+/** A send request with the defaults filled in: gas 90000, the node's gas price, the pending nonce. */
+export async function fillSendRequest(
+  deps: { reader: ChainReaderService; chain: ChainView },
+  req: SendRequest,
+): Promise<UnsignedTransaction> {
   const price = deps.chain.gasPrice();
   const type = req.type ?? 0;
   // A type 2 transaction's fees default to the node's gas price (no base fee: the whole price is
@@ -124,7 +134,7 @@ async function signFromWallet(
   const maxPriorityFeePerGas = req.maxPriorityFeePerGas ?? req.maxFeePerGas ?? price;
   const maxFeePerGas =
     req.maxFeePerGas ?? (req.maxPriorityFeePerGas === undefined ? price : maxPriorityFeePerGas);
-  const tx: UnsignedTransaction = {
+  return {
     nonce: req.nonce ?? (await deps.reader.nonce(req.from, PENDING)),
     gasPrice: req.gasPrice ?? price,
     gasLimit: req.gas ?? DEFAULT_SEND_GAS,
@@ -135,7 +145,6 @@ async function signFromWallet(
     ...(type === 0 ? {} : { accessList: req.accessList ?? [] }),
     ...(type === 2 ? { maxFeePerGas, maxPriorityFeePerGas } : {}),
   };
-  return deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
 }
 
 /** Fills the defaults (gas 90000, the node's gas price, the pending nonce), signs and sends. */
@@ -243,8 +252,19 @@ export function ethAccountsModule(wallet: WalletService, node: WalletNode | unde
           sendTransaction: method({
             params: [sendRequest],
             result: r.data,
-            handler: ({ chain, network }, [req], { hosted }) => {
+            handler: async ({ chain, network, dev }, [req], { hosted }) => {
               noKeysWhenHosted(hosted, req.from);
+              // A development network's impersonated account (hardhat_impersonateAccount), when
+              // the wallet does not hold its key: sent without one.
+              if (
+                dev?.isImpersonated(req.from) === true &&
+                !wallet.list().some((a) => equalBytes(a, req.from))
+              )
+                return dev.sendImpersonated(
+                  await fillSendRequest({ reader: node.reader, chain }, req),
+                  req.from,
+                  { wait: "built" },
+                );
               return sendFromWallet(
                 Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
                 req,

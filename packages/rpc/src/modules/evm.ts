@@ -1,5 +1,5 @@
 import { CodecError, encodeQuantity, parseQuantity } from "@nodex/types";
-import { jsonType } from "../params.js";
+import { jsonType, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type { DevControls } from "../services.js";
@@ -8,7 +8,7 @@ import type { DevControls } from "../services.js";
  * A count of seconds or an id as test frameworks send it: a JSON number, a QUANTITY, or a
  * decimal string (Hardhat and Ganache helpers send all three).
  */
-function flexibleInteger(what: string) {
+export function flexibleInteger(what: string) {
   return {
     name: what,
     optional: false,
@@ -31,22 +31,58 @@ function flexibleInteger(what: string) {
 
 const seconds = flexibleInteger("timestamp").parse;
 
-/** `evm_mine`'s optional time: a number or QUANTITY of seconds, or Ganache's `{timestamp}`. */
-const mineTimestamp = {
+interface MineRequest {
+  readonly timestamp?: bigint;
+  readonly blocks: bigint;
+}
+
+/**
+ * `evm_mine`'s optional argument: a time (a number or QUANTITY of seconds), or Ganache's
+ * `{timestamp, blocks}`.
+ */
+const mineRequest = {
   name: "timestamp",
   optional: true,
-  defaultValue: undefined as bigint | undefined,
-  parse: (value: unknown, arg: number): bigint | undefined => {
+  defaultValue: { blocks: 1n } as MineRequest,
+  parse: (value: unknown, arg: number): MineRequest => {
     if (typeof value === "object" && value !== null && !Array.isArray(value)) {
       const o = value as Record<string, unknown>;
       for (const key of Object.keys(o))
         if (key !== "timestamp" && key !== "blocks")
           throw new CodecError(arg, `unknown field ${JSON.stringify(key)}`);
-      if (o.blocks !== undefined && o.blocks !== 1 && o.blocks !== "0x1")
-        throw new CodecError(arg, "only one block at a time can be mined");
-      return o.timestamp === undefined ? undefined : seconds(o.timestamp, arg);
+      const blocks =
+        o.blocks === undefined || o.blocks === null
+          ? 1n
+          : flexibleInteger("blocks").parse(o.blocks, arg);
+      if (blocks < 1n) throw new CodecError(arg, "blocks: at least one block is mined");
+      return o.timestamp === undefined || o.timestamp === null
+        ? { blocks }
+        : { blocks, timestamp: seconds(o.timestamp, arg) };
     }
-    return seconds(value, arg);
+    return { blocks: 1n, timestamp: seconds(value, arg) };
+  },
+};
+
+/** `evm_setIntervalMining`'s interval: milliseconds, or Hardhat's `[min, max]` range. */
+const intervalMs = {
+  name: "interval",
+  optional: false,
+  defaultValue: undefined,
+  parse: (value: unknown, arg: number): number => {
+    if (Array.isArray(value)) {
+      if (value.length !== 2)
+        throw new CodecError(arg, "an interval range is [min, max] in milliseconds");
+      const [min, max] = value.map((v) => flexibleInteger("interval").parse(v, arg)) as [
+        bigint,
+        bigint,
+      ];
+      if (min > max) throw new CodecError(arg, `interval range [${min}, ${max}]: min is above max`);
+      // One interval for every block: the middle of the range.
+      return Number((min + max) / 2n);
+    }
+    const ms = flexibleInteger("interval").parse(value, arg);
+    if (ms > 86_400_000n) throw new CodecError(arg, `interval ${ms} ms is longer than a day`);
+    return Number(ms);
   },
 };
 
@@ -73,11 +109,44 @@ export function evmModule(dev: DevControls) {
       handler: (_s, [seconds]) => dev.increaseTime(seconds),
     }),
     mine: method({
-      params: [mineTimestamp],
+      params: [mineRequest],
       result: r.json,
-      handler: async (_s, [timestamp]) => {
+      handler: async (_s, [{ timestamp, blocks }]) => {
         await dev.mineBlock(timestamp);
+        if (blocks > 1n) await dev.mineBlocks(blocks - 1n);
         return null;
+      },
+    }),
+    setNextBlockTimestamp: method({
+      params: [flexibleInteger("timestamp")],
+      result: r.string,
+      handler: (_s, [timestamp]) => {
+        dev.setNextBlockTimestamp(timestamp);
+        return timestamp.toString();
+      },
+    }),
+    setAutomine: method({
+      params: [p.boolean],
+      result: r.boolean,
+      handler: async (_s, [on]) => {
+        await dev.setAutomine(on);
+        return true;
+      },
+    }),
+    setIntervalMining: method({
+      params: [intervalMs],
+      result: r.boolean,
+      handler: async (_s, [ms]) => {
+        await dev.setIntervalMining(ms);
+        return true;
+      },
+    }),
+    setBlockGasLimit: method({
+      params: [flexibleInteger("gas limit")],
+      result: r.boolean,
+      handler: (_s, [gasLimit]) => {
+        dev.setBlockGasLimit(gasLimit);
+        return true;
       },
     }),
     startMining: method({

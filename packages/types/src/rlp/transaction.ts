@@ -1,4 +1,5 @@
 import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { bytesToBigintBE } from "../bytes.js";
 import type { Address, Hash32 } from "../data.js";
 import { privateKeyToAddress } from "../devAccounts.js";
 import { NodexError } from "../errors.js";
@@ -177,17 +178,7 @@ export function signTransaction(
   privateKey: Uint8Array,
   chainId: number,
 ): SignedTransaction {
-  const type = tx.type ?? 0;
-  const unsigned: UnsignedTransaction =
-    type === 2
-      ? {
-          ...tx,
-          gasPrice: dynamicFeeGasPrice(
-            requireFee(tx.maxPriorityFeePerGas, "maxPriorityFeePerGas"),
-            requireFee(tx.maxFeePerGas, "maxFeePerGas"),
-          ),
-        }
-      : tx;
+  const unsigned = withEffectivePrice(tx);
   const sig = secp256k1.Signature.fromBytes(
     secp256k1.sign(signingHash(unsigned, chainId), privateKey, {
       prehash: false,
@@ -195,51 +186,97 @@ export function signTransaction(
     }),
     "recovered",
   );
-  const from = privateKeyToAddress(privateKey);
+  return assemble(unsigned, chainId, sig.recovery!, sig.r, sig.s, privateKeyToAddress(privateKey));
+}
+
+/**
+ * A transaction of `from` made without its key: what a development network sends for an
+ * impersonated account (`hardhat_impersonateAccount`, `eth_sendUnsignedTransaction`). Its
+ * signature is a placeholder in the valid range (r from the sender's address, s = 1) from which
+ * no one's key recovers; the node keeps the sender beside the transaction, as it keeps every
+ * sender it recovered, and reads it back from there. Other nodes cannot recover it: such a
+ * transaction lives only on the node that made it.
+ */
+export function impersonatedTransaction(
+  tx: UnsignedTransaction,
+  from: Address,
+  chainId: number,
+): SignedTransaction {
+  return assemble(withEffectivePrice(tx), chainId, 0, impersonationR(from), 1n, from);
+}
+
+/** The placeholder signature's r for `from` (its s is 1). */
+function impersonationR(from: Address): bigint {
+  return (bytesToBigintBE(keccak256(from)) % (N - 1n)) + 1n;
+}
+
+/** Whether `tx` was made by `impersonatedTransaction` (its placeholder signature names `tx.from`). */
+export function isImpersonatedTransaction(tx: SignedTransaction): boolean {
+  return tx.s === 1n && tx.r === impersonationR(tx.from);
+}
+
+/**
+ * Decodes a transaction of `impersonatedTransaction` read back with its sender (a journal
+ * line): refused unless its placeholder signature is the one made for `sender`, so that a
+ * sender is never taken on trust for a transaction someone signed.
+ */
+export function decodeImpersonatedTransaction(raw: Uint8Array, sender: Address): SignedTransaction {
+  const tx = decodeTransaction(raw, sender);
+  if (!isImpersonatedTransaction(tx))
+    throw invalidSignature(`it is not a placeholder signature for ${bytesToHex(sender)}`);
+  return tx;
+}
+
+/** A type 2 transaction's `gasPrice` is `min(maxPriorityFeePerGas, maxFeePerGas)`. */
+function withEffectivePrice(tx: UnsignedTransaction): UnsignedTransaction {
+  if ((tx.type ?? 0) !== 2) return tx;
+  return {
+    ...tx,
+    gasPrice: dynamicFeeGasPrice(
+      requireFee(tx.maxPriorityFeePerGas, "maxPriorityFeePerGas"),
+      requireFee(tx.maxFeePerGas, "maxFeePerGas"),
+    ),
+  };
+}
+
+/** The signed form of `unsigned` with signature `recovery, r, s` of `from`. */
+function assemble(
+  unsigned: UnsignedTransaction,
+  chainId: number,
+  recovery: number,
+  r: bigint,
+  s: bigint,
+  from: Address,
+): SignedTransaction {
+  const type = unsigned.type ?? 0;
   if (type !== 0) {
     const items = typedItems(unsigned, type, chainId);
     const listBytes = rlpEncode(items[items.length - 1]!).length;
     const raw = withType(
       type,
-      rlpEncode([
-        ...items,
-        bigintToBytes(BigInt(sig.recovery!)),
-        bigintToBytes(sig.r),
-        bigintToBytes(sig.s),
-      ]),
+      rlpEncode([...items, bigintToBytes(BigInt(recovery)), bigintToBytes(r), bigintToBytes(s)]),
     );
     return signedTransaction(
       unsigned,
       type,
       listBytes,
-      BigInt(sig.recovery!),
-      sig.r,
-      sig.s,
+      BigInt(recovery),
+      r,
+      s,
       chainId,
       from,
       keccak256(raw) as Hash32,
       raw,
     );
   }
-  const v = BigInt(chainId) * 2n + 35n + BigInt(sig.recovery!);
+  const v = BigInt(chainId) * 2n + 35n + BigInt(recovery);
   const raw = rlpEncode([
     ...legacyItems(unsigned),
     bigintToBytes(v),
-    bigintToBytes(sig.r),
-    bigintToBytes(sig.s),
+    bigintToBytes(r),
+    bigintToBytes(s),
   ]);
-  return signedTransaction(
-    unsigned,
-    0,
-    0,
-    v,
-    sig.r,
-    sig.s,
-    chainId,
-    from,
-    keccak256(raw) as Hash32,
-    raw,
-  );
+  return signedTransaction(unsigned, 0, 0, v, r, s, chainId, from, keccak256(raw) as Hash32, raw);
 }
 
 /**
