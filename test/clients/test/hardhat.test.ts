@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { nodexTakesClientVersion, startNodex } from "./helpers/nodex.ts";
+import { startNodex } from "./helpers/nodex.ts";
 
 const PROJECT = fileURLToPath(new URL("../hardhat/", import.meta.url));
 const require = createRequire(import.meta.url);
@@ -86,10 +86,6 @@ describe("the Hardhat project against nodex --regtest", () => {
   it(`ran its ${AT_LEAST} tests or more`, () => {
     expect(report.stats.tests, output).toBeGreaterThanOrEqual(AT_LEAST);
   });
-
-  if (!nodexTakesClientVersion()) {
-    it.skip("nodex --client-version HardhatNetwork/nodex (this build has no such option: the network helpers refuse the node)", () => {});
-  }
 
   const ran = new Set(report.tests.map((t) => t.fullTitle));
   // A failed hook (`"before each" hook for …`) is a failure that is not a test.

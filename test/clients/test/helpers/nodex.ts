@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,19 +26,8 @@ export interface Nodex {
   stop(): Promise<void>;
 }
 
-let clientVersionFlag: boolean | undefined;
-
-/** Whether this build of nodex takes `--client-version` (its help lists every option). */
-export function nodexTakesClientVersion(): boolean {
-  if (clientVersionFlag === undefined) {
-    const help = spawnSync(process.execPath, [NODEX_BIN, "--help"], { encoding: "utf8" });
-    clientVersionFlag = `${help.stdout}${help.stderr}`.includes("--client-version");
-  }
-  return clientVersionFlag;
-}
-
 export interface StartOptions {
-  /** `web3_clientVersion` to answer (`HardhatNetwork/nodex`, `anvil/nodex`), when the build takes it. */
+  /** `--client-version`: what `web3_clientVersion` answers (`HardhatNetwork/nodex`, `anvil/nodex`). */
   readonly clientVersion?: string;
   readonly args?: readonly string[];
 }
@@ -60,9 +49,7 @@ export async function startNodex(opts: StartOptions = {}): Promise<Nodex> {
     "json",
     "--coinbase",
     COINBASE,
-    ...(opts.clientVersion !== undefined && nodexTakesClientVersion()
-      ? ["--client-version", opts.clientVersion]
-      : []),
+    ...(opts.clientVersion !== undefined ? ["--client-version", opts.clientVersion] : []),
     ...(opts.args ?? []),
   ];
   const env: Record<string, string> = {};
