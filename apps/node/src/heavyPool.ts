@@ -9,8 +9,10 @@ import {
   type HeavyRequestService,
 } from "@nodex/rpc";
 import type { Database } from "@nodex/state";
-import type { Logger } from "@nodex/types";
+import type { Address, Logger } from "@nodex/types";
 import type { FromHeavyWorker, HeavyWorkerData, ToHeavyWorker } from "./heavyWorker.js";
+
+const ZERO_ADDRESS = new Uint8Array(20) as Address;
 
 /** Worker threads for heavy requests by default (`--rpc-worker-threads`). */
 export const DEFAULT_RPC_WORKER_THREADS = 2;
@@ -30,6 +32,11 @@ export interface HeavyPoolDeps {
   /** The writer: requests see its head, once that head's batch has landed. */
   readonly chain: Chain;
   readonly logger: Logger;
+  /**
+   * The coinbase of the block a call runs in (`debug_traceCall`), the main thread's: told to
+   * the worker with each request. The zero address when absent.
+   */
+  readonly coinbase?: () => Address;
   /** The worker entry; the built `heavyWorker.js` beside this file when absent (tests). */
   readonly workerUrl?: URL;
 }
@@ -257,7 +264,15 @@ export class HeavyRequestPool implements HeavyRequestService {
     if (slot.gone || slot.id !== id) return;
     const changed = [...slot.changed];
     slot.changed = new Set();
-    const message: ToHeavyWorker = { kind: "request", id, head, changed, request: job.request };
+    const coinbase = this.#deps.coinbase?.() ?? ZERO_ADDRESS;
+    const message: ToHeavyWorker = {
+      kind: "request",
+      id,
+      head,
+      changed,
+      coinbase,
+      request: job.request,
+    };
     try {
       slot.worker.postMessage(message);
     } catch (err) {

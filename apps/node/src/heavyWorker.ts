@@ -41,6 +41,8 @@ export type ToHeavyWorker = {
   readonly head: Uint8Array;
   /** Canonical numbers changed by reorganizations since the last request. */
   readonly changed: readonly bigint[];
+  /** The main thread's coinbase: that of the block a traced call runs in. */
+  readonly coinbase: Address;
   readonly request: HeavyRequest;
 };
 
@@ -74,9 +76,11 @@ async function start(): Promise<void> {
     },
     trieNodeCache: data.caches.trieNodes,
   });
-  // Calls are not served here: the coinbase is never read.
+  // The coinbase of a traced call's block (`debug_traceCall`) is the main thread's, told with
+  // each request.
+  let coinbase = new Uint8Array(20) as Address;
   const reader = new ChainReader(chain, executor, {
-    coinbase: () => new Uint8Array(20) as Address,
+    coinbase: () => coinbase,
     stateCache: data.caches.states,
   });
   const deps = { reader, tracing: reader };
@@ -86,6 +90,7 @@ async function start(): Promise<void> {
     void (async () => {
       try {
         await chain.follow(message.head, message.changed);
+        coinbase = message.coinbase;
         const text = await serveHeavyRequest(deps, message.request);
         port.postMessage({ kind: "result", id: message.id, text } satisfies FromHeavyWorker);
       } catch (err) {

@@ -101,7 +101,12 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
             caches: config.caches,
             signatureRecovery: config.signatureRecovery,
           },
-          { db: opened.db, chain, logger: logger.child({ module: "rpc-workers" }) },
+          {
+            db: opened.db,
+            chain,
+            logger: logger.child({ module: "rpc-workers" }),
+            coinbase: core.services.mining.coinbase,
+          },
         );
         const pool = heavy;
         opened.db.onReopen({ beforeClose: () => pool.pause(), afterOpen: () => pool.resume() });

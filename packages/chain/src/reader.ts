@@ -295,6 +295,19 @@ export class ChainReader {
   }
 
   /**
+   * Runs `req` as `call` does, heard by `tracer` as a transaction would be (`debug_traceCall`),
+   * on a copy of the state that is thrown away.
+   */
+  async traceCall<T extends ExecutionTracer>(
+    req: CallRequest,
+    selector: BlockSelector,
+    tracer: T,
+  ): Promise<{ readonly outcome: CallOutcome; readonly tracer: T }> {
+    const { state, ctx } = await this.#callTarget(selector);
+    return { outcome: await this.#executor.traceCall(state, req, ctx, tracer), tracer };
+  }
+
+  /**
    * Where a call at `selector` runs: on the state after the block, as part of the block after
    * it; for `pending`, on the pending state as part of the pending block.
    */

@@ -746,6 +746,99 @@ export class Executor {
     }
   }
 
+  /**
+   * Runs a call as `call` does, on an overlay of `state` that is then thrown away, with a
+   * tracer hearing it as it would hear the transaction (`txStart`, frames and steps, `txEnd`):
+   * `debug_traceCall`. Always on the library (the tracers' hooks are its). As for `call`, the
+   * sender is not checked (code, nonce, balance) and pays nothing: its balance is topped up to
+   * the value when short, and its nonce is raised as the transaction's would be. The outcome's
+   * `gasUsed` is a transaction's (refund applied). Gas under the intrinsic gas is a failure
+   * without a run, as in `call`; the caller may refuse it first.
+   */
+  async traceCall(
+    state: WorldState,
+    req: CallRequest,
+    block: BlockContext,
+    tracer: ExecutionTracer,
+  ): Promise<CallOutcome> {
+    const from = req.from ?? (new Uint8Array(20) as Address);
+    const data = req.data ?? new Uint8Array();
+    const intrinsic = intrinsicGas({ to: req.to, data, accessListBytes: req.accessListBytes ?? 0 });
+    const gas = req.gas ?? block.gasLimit;
+    if (gas < intrinsic)
+      return {
+        success: false,
+        returnValue: new Uint8Array(),
+        gasUsed: gas,
+        error: "out of gas",
+        revertReason: undefined,
+      };
+    const value = req.value ?? 0n;
+    const context = await this.#acquire(state);
+    const evm = context.evm;
+    evm.blockchain = blockSource(block);
+    try {
+      evm.journal.cleanJournal();
+      context.overlay.reset();
+      this.#warm(evm, from, req.to, block.coinbase);
+      const reader = stateReader(evm);
+      await tracer.txStart?.(
+        {
+          from,
+          to: req.to,
+          value,
+          gasLimit: gas,
+          gasPrice: req.gasPrice ?? 0n,
+          input: data,
+          intrinsicGas: intrinsic,
+          coinbase: block.coinbase,
+        },
+        reader,
+      );
+      const attached = attachTracer(evm, tracer, reader);
+      const caller = new EJSAddress(from);
+      let result: EVMResult;
+      try {
+        result = await evm.runCall({
+          block: evmBlock(block, this.#baseFee(block), this.#blobBaseFee(block)),
+          gasPrice: req.gasPrice ?? 0n,
+          caller,
+          origin: caller,
+          gasLimit: gas - intrinsic,
+          ...(req.to === null ? {} : { to: new EJSAddress(req.to) }),
+          value,
+          data,
+          skipBalance: true,
+        });
+      } finally {
+        attached.detach();
+      }
+      const exec = result.execResult;
+      const error = exec.exceptionError?.error;
+      const gasUsed = afterRefund(intrinsic + exec.executionGasUsed, exec.gasRefund ?? 0n);
+      await tracer.txEnd?.(
+        {
+          gasUsed,
+          executionGasUsed: exec.executionGasUsed,
+          returnValue: exec.returnValue,
+          error,
+          contractAddress:
+            req.to === null && error === undefined ? (result.createdAddress?.bytes ?? null) : null,
+        },
+        reader,
+      );
+      return {
+        success: error === undefined,
+        returnValue: exec.returnValue,
+        gasUsed,
+        error,
+        revertReason: error === "revert" ? decodeRevertReason(exec.returnValue) : undefined,
+      };
+    } finally {
+      this.#release(state, context);
+    }
+  }
+
   /** The block's base fee under Ethereum's fee rules; none (0) under the chain's. */
   #baseFee(block: BlockContext): bigint {
     return this.#ethereumFees ? (block.baseFeePerGas ?? 0n) : 0n;

@@ -1,4 +1,5 @@
 import type { LogQuery } from "@nodex/chain";
+import type { CallRequest } from "@nodex/evm";
 import { type Address, type BlockSelector, NodexError } from "@nodex/types";
 import { RawJson } from "./results.js";
 
@@ -53,6 +54,13 @@ export type HeavyRequest =
     }
   | {
       readonly method: "debug_traceBlockByNumber";
+      readonly selector: BlockSelector;
+      readonly config: TraceConfig;
+      readonly budget: TraceBudget;
+    }
+  | {
+      readonly method: "debug_traceCall";
+      readonly call: CallRequest;
       readonly selector: BlockSelector;
       readonly config: TraceConfig;
       readonly budget: TraceBudget;

@@ -5,6 +5,7 @@ import {
   traceTransactionResult as debugTransaction,
   traceBlockByHashResult,
   traceBlockByNumberResult,
+  traceCallResult,
 } from "./modules/debug.js";
 import { logsResult } from "./modules/ethChain.js";
 import {
@@ -16,7 +17,7 @@ import type { ChainReaderService, TracingService } from "./services.js";
 
 /** What serving a heavy request reads: a chain reader and its tracing (a worker thread's own). */
 export interface HeavyWorkDeps {
-  readonly reader: Pick<ChainReaderService, "resolve" | "blockByHash" | "getLogs">;
+  readonly reader: Pick<ChainReaderService, "resolve" | "blockByHash" | "getLogs" | "traceCall">;
   readonly tracing: TracingService;
 }
 
@@ -45,6 +46,16 @@ export async function serveHeavyRequest(
         await traceBlockByNumberResult(
           reader,
           tracing,
+          request.selector,
+          request.config,
+          request.budget,
+        ),
+      );
+    case "debug_traceCall":
+      return JSON.stringify(
+        await traceCallResult(
+          reader,
+          request.call,
           request.selector,
           request.config,
           request.budget,

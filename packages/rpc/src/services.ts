@@ -75,6 +75,12 @@ export interface ChainReaderService {
   call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome>;
   /** The estimate, or the call's outcome when it fails even with all the gas it may have. */
   estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint | CallOutcome>;
+  /** `call`, heard by `tracer` as the transaction would be (`debug_traceCall`); nothing kept. */
+  traceCall<T extends ExecutionTracer>(
+    req: CallRequest,
+    selector: BlockSelector,
+    tracer: T,
+  ): Promise<{ readonly outcome: CallOutcome; readonly tracer: T }>;
   /** In chain order; throws a domain error past the spec's limits. */
   getLogs(query: LogQuery): Promise<FoundLog[]>;
   transaction(hash: Uint8Array): Promise<IncludedTransaction | null>;

@@ -6,13 +6,21 @@ import {
   type StoredBlock,
 } from "@nodex/chain";
 import {
+  type CallRequest,
   CallTracer,
   type ExecutionTracer,
+  intrinsicGas,
   PrestateTracer,
   StructLogger,
   toGethCallFrame,
 } from "@nodex/evm";
-import { type BlockSelector, bytesToHex, CodecError, type SignedTransaction } from "@nodex/types";
+import {
+  type BlockSelector,
+  BlockTag,
+  bytesToHex,
+  CodecError,
+  type SignedTransaction,
+} from "@nodex/types";
 import {
   type HeavyRequestService,
   offload,
@@ -86,6 +94,32 @@ const traceConfig: ParamSpec<TraceConfig> = p.optional(
   { name: "trace options", parse: parseTraceConfig, optional: false, defaultValue: undefined },
   DEFAULT_TRACE_CONFIG,
 );
+
+/**
+ * `debug_traceCall`'s options: `debug_traceTransaction`'s, and geth's `stateOverrides` and
+ * `blockOverrides`, which are refused (-32602) rather than ignored: a trace of another state
+ * than the one asked for would mislead.
+ */
+export function parseTraceCallConfig(value: unknown, arg: number): TraceConfig {
+  const config = parseTraceConfig(value, arg);
+  const raw = value as Record<string, unknown>;
+  for (const key of ["stateOverrides", "blockOverrides"])
+    if (raw[key] !== undefined && raw[key] !== null)
+      throw new CodecError(arg, `${key} is not supported`);
+  return config;
+}
+
+const traceCallConfig: ParamSpec<TraceConfig> = p.optional(
+  {
+    name: "trace options",
+    parse: parseTraceCallConfig,
+    optional: false,
+    defaultValue: undefined,
+  },
+  DEFAULT_TRACE_CONFIG,
+);
+
+const LATEST: BlockSelector = { kind: "tag", tag: BlockTag.LATEST };
 
 export interface TraceLimits {
   /** The request's time budget (the dispatcher's); 0 for none. */
@@ -161,6 +195,33 @@ export async function traceTransactionResult(
   return traced === null ? null : resultOf(traced.tracer, config);
 }
 
+/**
+ * `debug_traceCall`'s result: the call traced as `debug_traceTransaction` traces a transaction,
+ * run as `eth_call` runs it (on the state after the selected block, as part of the next one).
+ */
+export async function traceCallResult(
+  reader: Pick<ChainReaderService, "traceCall">,
+  req: CallRequest,
+  selector: BlockSelector,
+  config: TraceConfig,
+  budget: TraceBudget,
+): Promise<unknown> {
+  const { tracer } = await reader.traceCall(req, selector, tracerFactory(config, budget)());
+  return resultOf(tracer, config);
+}
+
+/** Gas given to a call that does not cover its intrinsic gas: refused as a bad parameter. */
+function checkCallGas(req: CallRequest): void {
+  if (req.gas === undefined) return;
+  const intrinsic = intrinsicGas({
+    to: req.to,
+    data: req.data ?? new Uint8Array(),
+    accessListBytes: req.accessListBytes ?? 0,
+  });
+  if (req.gas < intrinsic)
+    throw new CodecError(0, `gas: intrinsic gas too low: have ${req.gas}, want ${intrinsic}`);
+}
+
 /** `debug_traceBlockByHash`'s result; an unknown block is `UNKNOWN_BLOCK`. */
 export async function traceBlockByHashResult(
   reader: Pick<ChainReaderService, "blockByHash">,
@@ -189,7 +250,8 @@ export async function traceBlockByNumberResult(
 
 /**
  * The `debug_trace*` methods in geth's formats: the struct logger by default, `callTracer`
- * and `prestateTracer`. Blocks answer `[{txHash, result}]`. An unknown transaction is `null`;
+ * and `prestateTracer`. Blocks answer `[{txHash, result}]`; `debug_traceCall` traces a call
+ * as `eth_call` runs it. An unknown transaction is `null`;
  * an unknown block is -32602. With `heavy`, traces run there (off the thread that answers the
  * other requests), but those of the `pending` block.
  */
@@ -207,6 +269,23 @@ export function debugTraceModule(
         const budget = traceBudget(limits);
         return offload(heavy, { method: "debug_traceTransaction", hash, config, budget }, () =>
           traceTransactionResult(tracing, hash, config, budget),
+        );
+      },
+    }),
+    // geth's [callObject, blockNrOrHash, options]; the block defaults to `latest`. Served here
+    // for the `pending` block (in this thread's memory), by `heavy` otherwise.
+    traceCall: method({
+      params: [p.callObject, p.optional(p.blockSelector, LATEST), traceCallConfig],
+      result: r.json,
+      handler: (_s, [req, selector, config]) => {
+        checkCallGas(req);
+        const budget = traceBudget(limits);
+        const local = () => traceCallResult(reader, req, selector, config, budget);
+        if (isPendingTag(selector)) return local();
+        return offload(
+          heavy,
+          { method: "debug_traceCall", call: req, selector, config, budget },
+          local,
         );
       },
     }),
