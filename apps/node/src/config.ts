@@ -73,6 +73,8 @@ export interface NodeConfig {
   readonly mineInterval: number;
   /** Whether a development network's node makes its own blocks (`--no-automine`: no). */
   readonly automine: boolean;
+  /** `--state`: the state file a development network starts from and writes at shutdown. */
+  readonly stateFile: string | undefined;
   /** What `web3_clientVersion` answers on a development network; the node's own when absent. */
   readonly clientVersion: string | undefined;
   /** The peer-to-peer network; `undefined` for a node alone (`--no-p2p`, and regtest). */
@@ -286,6 +288,7 @@ export function parseCommandLine(environment: Environment): Command {
     rpcWorkerQueue: pick<number>("rpcWorkerQueue") ?? DEFAULT_RPC_WORKER_QUEUE,
     automine: pick<"on" | "off">("automine") !== "off",
     clientVersion: pick<string>("clientVersion"),
+    stateFile: pick<string>("stateFile"),
     p2p:
       (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"
         ? undefined
@@ -310,6 +313,11 @@ export function parseCommandLine(environment: Environment): Command {
   }
   if (config.mineInterval > 0 && !config.automine) {
     throw new UsageError("--mine-interval and --no-automine contradict each other: pick one");
+  }
+  if (config.stateFile !== undefined && !dev) {
+    throw new UsageError(
+      `--state works on regtest and devnet only: the state of ${network.name} comes from its blocks`,
+    );
   }
   if (config.clientVersion !== undefined && !dev) {
     throw new UsageError(

@@ -11,6 +11,7 @@ import { HeavyRequestPool } from "./heavyPool.js";
 import { createNetwork, peersView, scoringView } from "./network.js";
 import { createCore, type NodeCore } from "./services.js";
 import { startSignatureRecovery } from "./signatureRecovery.js";
+import { loadStateFile, saveStateFile } from "./stateFile.js";
 import { NODEX_VERSION } from "./version.js";
 
 export interface NodexNode {
@@ -69,6 +70,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       if (config.network.devAccounts) printDevAccounts();
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
       core = createCore(config, chain, executor, logger, wallet);
+      if (config.stateFile !== undefined)
+        await loadStateFile(config.stateFile, core.producer, logger.child({ module: "state" }));
       // The transactions kept in the journal come back; automine mines them, an interval starts.
       await core.producer.start();
       const p2pConfig = config.p2p;
@@ -139,6 +142,18 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           logger.error("Stopping the network failed", { error: (err as Error).message });
         });
         await core?.producer.stop();
+        if (config.stateFile !== undefined && core !== undefined) {
+          await saveStateFile(
+            config.stateFile,
+            core.producer,
+            logger.child({ module: "state" }),
+          ).catch((err: unknown) => {
+            logger.error("Writing the state file failed", {
+              path: config.stateFile,
+              error: (err as Error).message,
+            });
+          });
+        }
         // The worker threads share the database: they end before it closes.
         await heavy?.stop();
         // The journal keeps only the transactions still waiting.

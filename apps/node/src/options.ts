@@ -470,6 +470,19 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 86_400, "a number of seconds"),
   },
   {
+    key: "stateFile",
+    flag: "--state",
+    env: "NODEX_STATE",
+    valueName: "FILE",
+    description:
+      "regtest and devnet: start from the state in FILE when it exists (anvil_dumpState's, or a file this option wrote), and write the state after the head there at shutdown, atomically",
+    defaultText: "none",
+    parse: (text) => {
+      if (text.length === 0) throw invalid(text, "a state file needs a path");
+      return text;
+    },
+  },
+  {
     key: "clientVersion",
     flag: "--client-version",
     env: "NODEX_CLIENT_VERSION",

@@ -3,12 +3,16 @@ import {
   AccountReader,
   Bucket,
   type Database,
+  dumpState,
   NodeCache,
   NodeStore,
   orderedTrieRoot,
   pruneTrieNodes,
   StateError,
+  StateErrorCode,
+  type StateFile,
   type StorageHealth,
+  stateDumpWrites,
   WorldState,
   type WriteOp,
 } from "@nodex/state";
@@ -477,6 +481,58 @@ export class Chain {
       this.#stateEdits = edits;
       this.#production.dropHeadState();
       return root;
+    });
+  }
+
+  /** The state after the head as a file holds it (`anvil_dumpState`, `--state`). */
+  dumpHeadState(): Promise<StateFile> {
+    return this.#enqueue(async () => {
+      const header = this.#head.block.header;
+      const dump = await dumpState(this.#db, this.stateRootOf(header));
+      return { ...dump, chainId: this.network.chainId, block: header.number };
+    });
+  }
+
+  /**
+   * Development networks only: makes `file`'s state the state after the head, as
+   * `editHeadState` does (`anvil_loadState`, `--state`). Refused (`StateError` `INVALID_DUMP`,
+   * nothing written) for a file of another chain or a state that is not complete.
+   */
+  loadHeadState(file: StateFile): Promise<void> {
+    if (!this.network.devAccounts) {
+      return Promise.reject(
+        new ChainError(
+          ChainErrorCode.NOT_SUPPORTED,
+          `the state of ${this.network.name} changes only through its blocks`,
+        ),
+      );
+    }
+    if (file.chainId !== this.network.chainId) {
+      return Promise.reject(
+        new StateError(
+          StateErrorCode.INVALID_DUMP,
+          `the state dump is of chain ${file.chainId}, this node's is ${this.network.chainId}`,
+        ),
+      );
+    }
+    return this.#enqueue(async () => {
+      this.#db.checkWritable();
+      const ops = await stateDumpWrites(this.#db, file);
+      const header = this.#head.block.header;
+      const edits = new Map(this.#stateEdits);
+      if (equalBytes(file.root, header.stateRoot)) edits.delete(bytesToHex(header.stateRoot));
+      else edits.set(bytesToHex(header.stateRoot), file.root);
+      ops.push({
+        type: "put",
+        bucket: Bucket.META,
+        key: STATE_EDITS_KEY,
+        value: encodeStateEdits(edits),
+      });
+      await this.#db.write(ops);
+      // What the cache remembered as absent may be there now.
+      this.#nodes.clear();
+      this.#stateEdits = edits;
+      this.#production.dropHeadState();
     });
   }
 

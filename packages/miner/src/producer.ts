@@ -9,7 +9,7 @@ import {
   type StateEdits,
 } from "@nodex/chain";
 import { decodeRevertReason } from "@nodex/evm";
-import { StateError, StateErrorCode } from "@nodex/state";
+import { StateError, StateErrorCode, type StateFile } from "@nodex/state";
 import type { TxAdmission } from "@nodex/txpool";
 import {
   type Address,
@@ -592,6 +592,26 @@ export class BlockProducer implements PendingSource {
             return state.setStorage(edit.address, edit.slot, edit.value);
         }
       });
+      this.#pendingBlock = undefined;
+      if (this.hasPending()) await this.#admission.replaceAll(this.#waiting());
+    });
+  }
+
+  /** `anvil_dumpState`: the state after the head, as a file holds it. */
+  dumpState(): Promise<StateFile> {
+    this.#requireBlockProduction("anvil_dumpState");
+    return this.#chain.dumpHeadState();
+  }
+
+  /**
+   * `anvil_loadState`, `--state`: makes a dumped state the state after the head (the whole
+   * state: accounts the dump does not hold are gone). The waiting transactions are checked
+   * again against it.
+   */
+  async loadState(file: StateFile): Promise<void> {
+    this.#requireBlockProduction("anvil_loadState");
+    await this.#enqueue(async () => {
+      await this.#chain.loadHeadState(file);
       this.#pendingBlock = undefined;
       if (this.hasPending()) await this.#admission.replaceAll(this.#waiting());
     });

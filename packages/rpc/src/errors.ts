@@ -67,6 +67,7 @@ const domainCodes: Readonly<Record<string, number>> = {
   [TransactionErrorCode.INVALID_SIGNATURE]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.STATE_MISSING]: RPCErrorCode.SERVER_ERROR,
   [StateErrorCode.ROOT_MISSING]: RPCErrorCode.SERVER_ERROR,
+  [StateErrorCode.INVALID_DUMP]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.MINING_SUBMISSION]: RPCErrorCode.MINING_SUBMISSION_FAILED,
   [ChainErrorCode.UNKNOWN_BLOCK]: RPCErrorCode.INVALID_PARAMS,
   [ChainErrorCode.NOT_CANONICAL]: RPCErrorCode.INVALID_PARAMS,

@@ -9,7 +9,7 @@ import type {
 } from "@nodex/chain";
 import type { CallOutcome, CallRequest, ExecutionTracer } from "@nodex/evm";
 import type { StateEdit } from "@nodex/miner";
-import type { WorldState } from "@nodex/state";
+import type { StateFile, WorldState } from "@nodex/state";
 import type {
   Address,
   BlockSelector,
@@ -125,15 +125,9 @@ export interface DevControls {
   /** The total offset in seconds. */
   increaseTime(seconds: bigint): bigint;
   mineBlock(timestamp?: bigint): Promise<unknown>;
-  setMining(on: boolean): Promise<void>;
-}
-
-/** Sync progress, or `false` when the node is not syncing. */
-export type SyncStatus =
-  | false
   /** `count` blocks; with `interval`, that many seconds apart. */
   mineBlocks(count: bigint, interval?: bigint): Promise<unknown>;
-  | {
+  setMining(on: boolean): Promise<void>;
   setAutomine(on: boolean): Promise<void>;
   readonly automining: boolean;
   /** A block every `ms` milliseconds; 0 for none. */
@@ -157,6 +151,14 @@ export type SyncStatus =
   ): Promise<Uint8Array>;
   /** The snapshots `evm_revert` can still go back to. */
   readonly snapshotCount: number;
+  dumpState(): Promise<StateFile>;
+  loadState(file: StateFile): Promise<void>;
+}
+
+/** Sync progress, or `false` when the node is not syncing. */
+export type SyncStatus =
+  | false
+  | {
       readonly startingBlock: bigint;
       readonly currentBlock: bigint;
       readonly highestBlock: bigint;

@@ -8,6 +8,8 @@ export const StateErrorCode = {
    * below the configured minimum. Reads still work; writes work again once a probe succeeds.
    */
   STORAGE_UNAVAILABLE: "STATE_STORAGE_UNAVAILABLE",
+  /** A state dump to load that is not a complete state (a node or code missing or altered). */
+  INVALID_DUMP: "STATE_INVALID_DUMP",
   /** The database cannot be opened: in use by another process, no permission, damaged. */
   OPEN_FAILED: "STATE_OPEN_FAILED",
 } as const;

@@ -21,4 +21,12 @@ export { NodeStore } from "./nodeStore.js";
 export { orderedTrieProof, orderedTrieRoot } from "./orderedTrie.js";
 export { type PruneResult, pruneTrieNodes } from "./pruner.js";
 export { quietLibraryDebug } from "./quietDebug.js";
+export {
+  decodeStateFile,
+  dumpState,
+  encodeStateFile,
+  type StateDump,
+  type StateFile,
+  stateDumpWrites,
+} from "./stateDump.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

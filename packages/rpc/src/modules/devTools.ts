@@ -1,3 +1,5 @@
+import { gunzipSync, gzipSync } from "node:zlib";
+import { decodeStateFile, encodeStateFile, type StateFile } from "@nodex/state";
 import {
   bytesToHex,
   CodecError,
@@ -86,6 +88,35 @@ const resetOptions = {
 };
 
 const address = { ...p.address, parse: parseAddress };
+
+/** The most a dumped state may take once decompressed. */
+const MAX_STATE_BYTES = 512 * 2 ** 20;
+
+/** `loadState`'s argument: what `dumpState` answered (gzip of the state file), or its JSON bytes. */
+const stateBytes = {
+  name: "state",
+  optional: false,
+  defaultValue: undefined,
+  parse: (value: unknown, arg: number): StateFile => {
+    const bytes = parseData(value, arg);
+    let json = bytes;
+    if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+      try {
+        json = gunzipSync(bytes, { maxOutputLength: MAX_STATE_BYTES });
+      } catch (err) {
+        throw new CodecError(
+          arg,
+          `state: not a gzip stream that opens (${(err as Error).message})`,
+        );
+      }
+    }
+    try {
+      return decodeStateFile(json);
+    } catch (err) {
+      throw new CodecError(arg, (err as Error).message);
+    }
+  },
+};
 const LATEST = { kind: "tag", tag: "latest" } as const;
 
 /**
@@ -191,6 +222,19 @@ function devToolMethods(dev: DevControls, done: true | null) {
       handler: async (_s, [on]) => {
         await dev.setAutomine(on);
         return done;
+      },
+    }),
+    dumpState: method({
+      params: [],
+      result: r.data,
+      handler: async () => gzipSync(encodeStateFile(await dev.dumpState())),
+    }),
+    loadState: method({
+      params: [stateBytes],
+      result: r.json,
+      handler: async (_s, [file]) => {
+        await dev.loadState(file);
+        return true;
       },
     }),
     reset: method({
