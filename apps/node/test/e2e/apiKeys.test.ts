@@ -67,22 +67,29 @@ describe("hosted mode", () => {
     expect(res.status).toBe(200);
   });
 
-  it.each(["eth_getWork", "eth_submitWork", "eth_submitHashrate", "debug_traceTransaction"])(
-    "turns off the operator's input %s",
-    async (method) => {
-      const res = await send(node.url, req(method), { path: `/${KEY}` });
-      expect(res.json).toEqual({
-        jsonrpc: "2.0",
-        id: 7,
-        error: {
-          code: -32601,
-          message: method.startsWith("debug_")
-            ? `the method ${method} is not available: the debug module is disabled in hosted mode`
+  it.each([
+    "eth_getWork",
+    "eth_submitWork",
+    "eth_submitHashrate",
+    "debug_traceTransaction",
+    "hardhat_setBalance",
+    "anvil_mine",
+    "eth_sendUnsignedTransaction",
+  ])("turns off the operator's input or development control %s", async (method) => {
+    const res = await send(node.url, req(method), { path: `/${KEY}` });
+    const module = method.split("_")[0]!;
+    expect(res.json).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      error: {
+        code: -32601,
+        message:
+          module !== "eth"
+            ? `the method ${method} is not available: the ${module} module is disabled in hosted mode`
             : `the method ${method} is not available: it is disabled in hosted mode`,
-        },
-      });
-    },
-  );
+      },
+    });
+  });
 
   it("checks the key before the content type", async () => {
     const res = await send(node.url, req("eth_chainId"), {
