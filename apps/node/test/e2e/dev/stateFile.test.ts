@@ -148,4 +148,30 @@ describe("state edits", () => {
       await second.stop();
     }
   });
+
+  it("an impersonated account's waiting transaction outlives a kill -9 with its sender", async () => {
+    const datadir = tempDir();
+    const first = await startNode({ datadir });
+    await result(first.url, "hardhat_setBalance", [WHALE, "0xde0b6b3a7640000"]);
+    await result(first.url, "hardhat_impersonateAccount", [WHALE]);
+    await result(first.url, "evm_setAutomine", [false]);
+    const hash = (await result(first.url, "eth_sendTransaction", [
+      { from: WHALE, to: CONTRACT, value: "0x9" },
+    ])) as string;
+    first.process.kill("SIGKILL");
+    await first.stop();
+    // Back with automine on: the journaled transaction is mined as the node starts.
+    const second = await startNode({ datadir });
+    try {
+      const receipt = (await result(second.url, "eth_getTransactionReceipt", [hash])) as {
+        from: string;
+        status: string;
+      };
+      expect(receipt.from).toBe(WHALE);
+      expect(receipt.status).toBe("0x1");
+      expect(await result(second.url, "eth_getBalance", [CONTRACT, "latest"])).toBe("0x9");
+    } finally {
+      await second.stop();
+    }
+  });
 });
