@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Hardhat bench: the Hardhat project of test/clients/hardhat (its 67 mocha tests: fixtures,
+// Hardhat bench: the Hardhat project of test/clients/hardhat (its mocha suite: fixtures,
 // the chai matchers, the network helpers), run unchanged with `hardhat test` against Nodex
 // (`nodex --regtest`: cold, a fresh node; warm, a second run on the same node), Hardhat's
 // in-process network (`--network hardhat`), `hardhat node` (`--network localhost`) and Anvil,
@@ -73,7 +73,14 @@ const TARGETS = [
     network: "nodex",
     urlEnv: "NODEX_URL",
     server: nodexServer({
-      extraArgs: ["--client-version", "HardhatNetwork/nodex", "--coinbase", COINBASE],
+      extraArgs: [
+        "--client-version",
+        "HardhatNetwork/nodex",
+        "--coinbase",
+        COINBASE,
+        "--rpc-modules",
+        "eth,net,web3,rpc,txpool,nodex,evm,personal,mnr,hardhat,anvil,debug",
+      ],
     }),
   },
   { id: "hardhat", label: "Hardhat in-process", network: "hardhat" },

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { startNodex } from "./helpers/nodex.ts";
+import { MODULES_WITH_DEBUG, startNodex } from "./helpers/nodex.ts";
 
 const PROJECT = fileURLToPath(new URL("../hardhat/", import.meta.url));
 const require = createRequire(import.meta.url);
@@ -55,10 +55,13 @@ function hardhat(
   });
 }
 
-async function runSuite(): Promise<{ report: MochaReport; output: string }> {
+async function runSuite(): Promise<{ report: MochaReport; output: string; nodeLogs: string }> {
   const compiled = await hardhat(["compile", "--quiet"], {});
   if (compiled.code !== 0) throw new Error(`hardhat compile failed:\n${compiled.output}`);
-  const node = await startNodex({ clientVersion: "HardhatNetwork/nodex" });
+  const node = await startNodex({
+    clientVersion: "HardhatNetwork/nodex",
+    args: ["--rpc-modules", MODULES_WITH_DEBUG],
+  });
   const dir = mkdtempSync(join(tmpdir(), "nodex-hardhat-report-"));
   const file = join(dir, "mocha.json");
   try {
@@ -69,14 +72,18 @@ async function runSuite(): Promise<{ report: MochaReport; output: string }> {
     if (!existsSync(file)) {
       throw new Error(`hardhat test wrote no report (exit ${run.code}):\n${run.output}`);
     }
-    return { report: JSON.parse(readFileSync(file, "utf8")) as MochaReport, output: run.output };
+    return {
+      report: JSON.parse(readFileSync(file, "utf8")) as MochaReport,
+      output: run.output,
+      nodeLogs: node.logs(),
+    };
   } finally {
     await node.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-const { report, output } = await runSuite();
+const { report, output, nodeLogs } = await runSuite();
 
 function name(t: MochaTest): string {
   return t.file === undefined ? t.fullTitle : `${basename(t.file)} › ${t.fullTitle}`;
@@ -85,6 +92,16 @@ function name(t: MochaTest): string {
 describe("the Hardhat project against nodex --regtest", () => {
   it(`ran its ${AT_LEAST} tests or more`, () => {
     expect(report.stats.tests, output).toBeGreaterThanOrEqual(AT_LEAST);
+  });
+
+  it("the node printed Vault's console.log lines (hardhat/console.sol) in its log", () => {
+    const lines = nodeLogs
+      .split("\n")
+      .filter((l) => l.includes('"msg":"console.log"'))
+      .map((l) => (JSON.parse(l) as { message?: string }).message);
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^Vault: withdrawing 1000000000000000000 wei at \d+$/),
+    );
   });
 
   const ran = new Set(report.tests.map((t) => t.fullTitle));

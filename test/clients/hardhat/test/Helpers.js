@@ -248,6 +248,36 @@ describe("network helpers", () => {
     });
   });
 
+  describe("tracing", () => {
+    it("debug_traceCall runs a call with the struct logger and changes nothing", async () => {
+      const { store, owner } = await loadFixture(deployStore);
+      const data = store.interface.encodeFunctionData("setNumber", [5]);
+      const trace = await network.provider.send("debug_traceCall", [
+        { from: owner.address, to: await store.getAddress(), data },
+        "latest",
+      ]);
+      expect(trace.failed).to.equal(false);
+      expect(trace.gas).to.be.greaterThan(21_000);
+      const ops = trace.structLogs.map((step) => step.op);
+      expect(ops).to.include("SSTORE");
+      expect(ops).to.include("LOG2");
+      expect(await store.number()).to.equal(0n);
+    });
+
+    it("debug_traceCall of a revert says it failed and returns the custom error", async () => {
+      const { token, owner, other } = await loadFixture(deployStore);
+      const data = token.interface.encodeFunctionData("transfer", [other.address, 5000n]);
+      const trace = await network.provider.send("debug_traceCall", [
+        { from: owner.address, to: await token.getAddress(), data },
+        "latest",
+      ]);
+      expect(trace.failed).to.equal(true);
+      const selector = token.interface.getError("InsufficientBalance").selector.slice(2);
+      expect(trace.returnValue.toLowerCase()).to.contain(selector);
+      expect(trace.structLogs.at(-1).op).to.equal("REVERT");
+    });
+  });
+
   describe("the node", () => {
     it("answers web3_clientVersion as a network the helpers accept", async () => {
       const version = await network.provider.send("web3_clientVersion");

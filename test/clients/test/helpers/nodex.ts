@@ -17,6 +17,10 @@ export const DEV_ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 export const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 export const DEV_ACCOUNT_2 = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
+/** Regtest's modules and debug (`debug_traceCall` and the like, which Hardhat and Anvil serve). */
+export const MODULES_WITH_DEBUG =
+  "eth,net,web3,rpc,txpool,nodex,evm,personal,mnr,hardhat,anvil,debug";
+
 export interface Nodex {
   readonly url: string;
   readonly wsUrl: string;
