@@ -1,3 +1,4 @@
+export { AccessListTracer, type AccessListTracerOptions } from "./accessListTracer.js";
 export {
   type BloomBits,
   bloomBits,

@@ -1,4 +1,4 @@
-import type { CallRequest } from "@nodex/evm";
+import { type CallRequest, intrinsicGas } from "@nodex/evm";
 import {
   type AccessListEntry,
   CodecError,
@@ -123,4 +123,19 @@ export function parseAccessList(value: unknown, arg: number): AccessListEntry[] 
       throw err;
     }
   });
+}
+
+/**
+ * Refuses (-32602) a call whose `gas` does not cover its intrinsic gas (`debug_traceCall`,
+ * `eth_createAccessList`: a trace of a run that cannot start tells nothing).
+ */
+export function checkCallGas(req: CallRequest, arg = 0): void {
+  if (req.gas === undefined) return;
+  const intrinsic = intrinsicGas({
+    to: req.to,
+    data: req.data ?? new Uint8Array(),
+    accessListBytes: req.accessListBytes ?? 0,
+  });
+  if (req.gas < intrinsic)
+    throw new CodecError(arg, `gas: intrinsic gas too low: have ${req.gas}, want ${intrinsic}`);
 }

@@ -9,7 +9,6 @@ import {
   type CallRequest,
   CallTracer,
   type ExecutionTracer,
-  intrinsicGas,
   PrestateTracer,
   StructLogger,
   toGethCallFrame,
@@ -21,6 +20,7 @@ import {
   CodecError,
   type SignedTransaction,
 } from "@nodex/types";
+import { checkCallGas } from "../callObject.js";
 import {
   type HeavyRequestService,
   offload,
@@ -208,18 +208,6 @@ export async function traceCallResult(
 ): Promise<unknown> {
   const { tracer } = await reader.traceCall(req, selector, tracerFactory(config, budget)());
   return resultOf(tracer, config);
-}
-
-/** Gas given to a call that does not cover its intrinsic gas: refused as a bad parameter. */
-function checkCallGas(req: CallRequest): void {
-  if (req.gas === undefined) return;
-  const intrinsic = intrinsicGas({
-    to: req.to,
-    data: req.data ?? new Uint8Array(),
-    accessListBytes: req.accessListBytes ?? 0,
-  });
-  if (req.gas < intrinsic)
-    throw new CodecError(0, `gas: intrinsic gas too low: have ${req.gas}, want ${intrinsic}`);
 }
 
 /** `debug_traceBlockByHash`'s result; an unknown block is `UNKNOWN_BLOCK`. */

@@ -9,6 +9,7 @@ import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { RawJson, r } from "../results.js";
 import type { ChainReaderService, TransactionService } from "../services.js";
+import { callWithAccessList, createAccessList } from "./accessList.js";
 import { blockCount, feeHistory, rewardPercentiles } from "./feeHistory.js";
 import {
   formatBlock,
@@ -78,6 +79,7 @@ function uncleAt(found: StoredBlock, index: bigint): Record<string, unknown> | n
 }
 
 const LATEST = { kind: "tag", tag: BlockTag.LATEST } as const;
+const PENDING = { kind: "tag", tag: BlockTag.PENDING } as const;
 const REVERT_PREFIX = "VM Exception while processing transaction: ";
 
 /**
@@ -269,6 +271,14 @@ export function ethChainModule(
         if (out.success) return out.returnValue;
         throw callFailure(out);
       },
+    }),
+    // geth's: the call's access list and the gas a typed transaction with it uses; the block
+    // defaults to `pending`, as in geth.
+    createAccessList: method({
+      params: [callWithAccessList, p.optional(p.blockSelector, PENDING)],
+      result: r.json,
+      handler: (_s, [call, block]) =>
+        createAccessList(reader, call, block, typedTransactionsFrom !== null),
     }),
     getLogs: method({
       params: [p.logFilter],
