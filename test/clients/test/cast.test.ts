@@ -11,8 +11,8 @@ import {
   DEV_KEY,
   type Nodex,
   startNodex,
-} from "./helpers/nodex.ts";
-import { compile } from "./helpers/solidity.ts";
+} from "./helpers/nodex.js";
+import { compile } from "./helpers/solidity.js";
 
 const require = createRequire(import.meta.url);
 const arch = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch];

@@ -17,13 +17,15 @@ import {
   defineChain,
   getContract,
   http,
+  type PublicClient,
   parseEther,
+  type WebSocketTransport,
   webSocket,
 } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Web3, WebSocketProvider as Web3WebSocketProvider } from "web3";
-import { DEV_ACCOUNT, DEV_ACCOUNT_2, type Nodex, startNodex } from "./helpers/nodex.ts";
-import { compile } from "./helpers/solidity.ts";
+import { DEV_ACCOUNT, DEV_ACCOUNT_2, type Nodex, startNodex } from "./helpers/nodex.js";
+import { compile } from "./helpers/solidity.js";
 
 const COUNTER = compile("Counter.sol", "Counter");
 const COUNTER_ABI = [
@@ -164,11 +166,15 @@ describe("viem", () => {
 
   it("over WebSocket: sends, waits for the receipt and hears the block on watchBlockNumber", async () => {
     const transport = webSocket(node.wsUrl);
-    const publicClient = createPublicClient({ chain: chain(), transport });
+    const publicClient: PublicClient<WebSocketTransport> = createPublicClient({
+      chain: chain(),
+      transport,
+    });
     const wallet = createWalletClient({ account: DEV_ACCOUNT, chain: chain(), transport });
     let unwatch: () => void = () => {};
     const heard = first<bigint>((hear) => {
-      unwatch = publicClient.watchBlockNumber({ poll: false, onBlockNumber: hear });
+      // Over a WebSocket viem subscribes (eth_subscribe newHeads) rather than polls.
+      unwatch = publicClient.watchBlockNumber({ onBlockNumber: hear });
     });
     closers.push(() => unwatch());
     // Let the subscription be set up before the block comes.
@@ -220,10 +226,10 @@ describe.each(["anvil", "hardhat"] as const)("viem test client, mode %s", (mode)
     const latest = await publicClient.getBlock();
     // evm_mine rather than test.mine (${mode}_mine): this case is about time alone.
     await test.setNextBlockTimestamp({ timestamp: latest.timestamp + 1000n });
-    await test.request({ method: "evm_mine" });
+    await test.request({ method: "evm_mine", params: undefined });
     expect((await publicClient.getBlock()).timestamp).toBe(latest.timestamp + 1000n);
     await test.increaseTime({ seconds: 3600 });
-    await test.request({ method: "evm_mine" });
+    await test.request({ method: "evm_mine", params: undefined });
     expect((await publicClient.getBlock()).timestamp).toBeGreaterThanOrEqual(
       latest.timestamp + 4600n,
     );
@@ -276,7 +282,7 @@ describe.each(["anvil", "hardhat"] as const)("viem test client, mode %s", (mode)
       const before = await publicClient.getBlockNumber({ cacheTime: 0 });
       const hash = await wallet.sendTransaction({ to: DEV_ACCOUNT_2, value: 1n });
       expect(await publicClient.getBlockNumber({ cacheTime: 0 })).toBe(before);
-      await test.request({ method: "evm_mine" });
+      await test.request({ method: "evm_mine", params: undefined });
       const receipt = await publicClient.waitForTransactionReceipt({ hash });
       expect(receipt.blockNumber).toBe(before + 1n);
     } finally {
@@ -341,7 +347,7 @@ describe("web3.js v4", () => {
     expect(await deployed.methods.count().call()).toBe(33n);
     const events = await deployed.getPastEvents("Counted", { fromBlock: 0 });
     expect(events).toHaveLength(1);
-    const [event] = events as { returnValues: { by: string; count: bigint } }[];
+    const [event] = events as unknown as { returnValues: { by: string; count: bigint } }[];
     expect(event!.returnValues.by).toBe(DEV_ACCOUNT);
     expect(event!.returnValues.count).toBe(33n);
     await expect(deployed.methods.set(5000n).call({ from: DEV_ACCOUNT })).rejects.toMatchObject({

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { MODULES_WITH_DEBUG, startNodex } from "./helpers/nodex.ts";
+import { MODULES_WITH_DEBUG, startNodex } from "./helpers/nodex.js";
 
 const PROJECT = fileURLToPath(new URL("../hardhat/", import.meta.url));
 const require = createRequire(import.meta.url);
