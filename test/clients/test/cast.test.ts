@@ -32,13 +32,17 @@ interface CastResult {
 }
 
 function cast(...args: string[]): Promise<CastResult> {
+  return castAt(node.url, ...args);
+}
+
+function castAt(url: string, ...args: string[]): Promise<CastResult> {
   return new Promise((resolve) => {
     execFile(
       CAST,
       args,
       // The node's URL as cast users set it once (`--rpc-url` would be taken for a constructor
       // argument after `send --create`).
-      { env: { ...process.env, ETH_RPC_URL: node.url }, timeout: 30_000 },
+      { env: { ...process.env, ETH_RPC_URL: url }, timeout: 30_000 },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === "number" ? err.code : 1;
         resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
@@ -212,6 +216,41 @@ describe("cast against nodex --regtest", () => {
     expect(BigInt(block.number).toString()).toBe(await ok("block-number"));
     expect(block.miner.toLowerCase()).toBe(COINBASE);
     expect(await ok("block", block.number, "--field", "hash")).toBe(block.hash);
+  });
+
+  it("send --unlocked --from an account impersonated with cast rpc anvil_…", async () => {
+    const who = "0x00000000000000000000000000000000000cafe1";
+    await ok("rpc", "anvil_impersonateAccount", who);
+    await ok("rpc", "anvil_setBalance", who, "0xde0b6b3a7640000");
+    const receipt = JSON.parse(
+      await ok("send", "--unlocked", "--from", who, counter, "set(uint256)", "9", "--json"),
+    ) as Receipt & { from: string };
+    expect(receipt.status).toBe("0x1");
+    expect(receipt.from.toLowerCase()).toBe(who);
+    expect(await ok("call", counter, "count()(uint256)")).toBe("9");
+    await ok("rpc", "anvil_stopImpersonatingAccount", who);
+  });
+
+  it("rpc eth_sendUnsignedTransaction sends for an address without its key", async () => {
+    const who = "0x00000000000000000000000000000000000cafe2";
+    await ok("rpc", "anvil_setBalance", who, "0xde0b6b3a7640000");
+    const before = BigInt(await ok("balance", DEV_ACCOUNT_2));
+    const hash = JSON.parse(
+      await ok(
+        "rpc",
+        "eth_sendUnsignedTransaction",
+        JSON.stringify({ from: who, to: DEV_ACCOUNT_2, value: "0x2a", gas: "0x5208" }),
+      ),
+    ) as string;
+    expect(await ok("receipt", hash, "status")).toMatch(/^(1|true|1 \(success\))$/);
+    expect(BigInt(await ok("balance", DEV_ACCOUNT_2)) - before).toBe(42n);
+    expect(await ok("nonce", who)).toBe("1");
+  });
+
+  it("works over WebSocket too", async () => {
+    const r = await castAt(node.wsUrl, "block-number");
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe(await ok("block-number"));
   });
 
   it("rpc passes the chain's own methods through", async () => {
