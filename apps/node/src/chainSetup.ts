@@ -5,7 +5,7 @@ import { EVM_HARDFORK, Executor, installedEvmVersion } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import type { Logger } from "@nodex/types";
 import type { NodeConfig } from "./config.js";
-import { consoleLogSink, printsConsoleLog } from "./consoleLog.js";
+import { consoleLogPrinter, printsConsoleLog } from "./consoleLog.js";
 
 /** The node's database, executor and chain, opened as the config says. */
 export interface OpenedChain {
@@ -29,9 +29,10 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
   try {
     // Contracts' console.log lines, on development networks (the worker threads' executors
     // replay traces only, and print nothing).
+    const printer = printsConsoleLog(config.network) ? consoleLogPrinter(logger) : undefined;
     const executor = new Executor(
       config.network,
-      printsConsoleLog(config.network) ? { consoleLog: consoleLogSink(logger) } : {},
+      printer === undefined ? {} : { consoleLog: printer.sink },
     );
     if (executor.fastPaths.on)
       logger.info("EVM", {
@@ -63,6 +64,11 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
       rules,
       ...(config.network.devAccounts ? { sealer: SYNTHETIC_SEALER } : {}),
     });
+    // The transactions of blocks that left the chain print their lines again when they run again.
+    if (printer !== undefined)
+      chain.onHeadChange(({ removed }) =>
+        printer.forget(removed.flatMap((b) => b.block.transactions.map((tx) => tx.hash))),
+      );
     return { db, executor, chain, rules };
   } catch (err) {
     await db.close().catch(() => {});

@@ -12,15 +12,27 @@ export function printsConsoleLog(network: NetworkPreset): boolean {
   return network.name === "regtest" || network.name === "devnet";
 }
 
+/** The executor's `consoleLog`, and how it learns that transactions left the chain. */
+export interface ConsoleLogPrinter {
+  readonly sink: ConsoleLogSink;
+  /**
+   * Transactions whose blocks left the canonical chain (a reorganization, `evm_revert`): when
+   * they run again (the same signed transaction sent again after a revert, as test suites do),
+   * their lines are printed again.
+   */
+  forget(hashes: readonly Uint8Array[]): void;
+}
+
 /**
  * The executor's `consoleLog`: each line at info as `console.log`, with the hash of the
  * transaction it came from (none for a call); a call whose input does not decode, at warn with
  * the note. A transaction runs more than once on its way into a block (a pending block or a
- * template, then the block mined): its lines are printed the first time only.
+ * template, then the block mined): its lines are printed the first time only, until it leaves
+ * the chain (`forget`).
  */
-export function consoleLogSink(logger: Logger): ConsoleLogSink {
+export function consoleLogPrinter(logger: Logger): ConsoleLogPrinter {
   const printed = new Set<string>();
-  return (lines, tx) => {
+  const sink: ConsoleLogSink = (lines, tx) => {
     let hash: string | undefined;
     if (tx !== undefined) {
       hash = bytesToHex(tx.hash);
@@ -34,5 +46,11 @@ export function consoleLogSink(logger: Logger): ConsoleLogSink {
       if (line.kind === "message") logger.info("console.log", { ...context, message: line.text });
       else logger.warn("console.log", { ...context, note: line.text });
     }
+  };
+  return {
+    sink,
+    forget: (hashes) => {
+      for (const hash of hashes) printed.delete(bytesToHex(hash));
+    },
   };
 }

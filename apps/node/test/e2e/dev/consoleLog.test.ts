@@ -132,6 +132,31 @@ describe("console.log on regtest", () => {
     expect(lines[0]).toMatchObject({ message: "true before the revert" });
     expect(lines[0]!.tx).toMatch(/^0x[0-9a-f]{64}$/);
   });
+  it("prints a transaction sent again after evm_revert again", async () => {
+    const data = greeter.interface.encodeFunctionData("setGreeting", ["again"]);
+    const nonce = await provider.getTransactionCount(wallet.address);
+    const raw = await wallet.signTransaction({
+      to: address,
+      data,
+      nonce,
+      gasLimit: 300_000n,
+      gasPrice: 10n ** 9n,
+      chainId: 33n,
+      type: 0,
+    });
+    const snapshot = await call(node.url, "evm_snapshot", []);
+    let before = consoleLines(node).length;
+    const first = await call(node.url, "eth_sendRawTransaction", [raw]);
+    expect(first.error).toBeUndefined();
+    const once = (await linesAfter(node, before + 4)).slice(before);
+    expect(once.map((l) => l.tx)).toEqual(Array(4).fill(first.result));
+    expect((await call(node.url, "evm_revert", [snapshot.result])).result).toBe(true);
+    before = consoleLines(node).length;
+    const second = await call(node.url, "eth_sendRawTransaction", [raw]);
+    expect(second.result).toBe(first.result);
+    const twice = (await linesAfter(node, before + 4)).slice(before);
+    expect(twice).toEqual(once);
+  });
 });
 
 describe("console.log on other networks", () => {
