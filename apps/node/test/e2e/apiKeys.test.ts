@@ -72,6 +72,7 @@ describe("hosted mode", () => {
     "eth_submitWork",
     "eth_submitHashrate",
     "debug_traceTransaction",
+    "debug_traceCall",
     "hardhat_setBalance",
     "anvil_mine",
     "eth_sendUnsignedTransaction",
@@ -88,6 +89,19 @@ describe("hosted mode", () => {
             ? `the method ${method} is not available: the ${module} module is disabled in hosted mode`
             : `the method ${method} is not available: it is disabled in hosted mode`,
       },
+    });
+  });
+
+  it("serves eth_createAccessList as it serves eth_call", async () => {
+    const res = await send(
+      node.url,
+      req("eth_createAccessList", [{ to: "0x000000000000000000000000000000000000beef" }]),
+      { path: `/${KEY}` },
+    );
+    expect(res.json).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      result: { accessList: [], gasUsed: "0x5258" },
     });
   });
 
