@@ -245,7 +245,9 @@ export class BlockProducer implements PendingSource {
         `VM Exception while processing transaction: ${why}`,
         {
           hash: bytesToHex(tx.hash),
-          ...(failed.returnValue.length > 0 ? { data: bytesToHex(failed.returnValue) } : {}),
+          ...(failed.error === "revert" || failed.returnValue.length > 0
+            ? { data: bytesToHex(failed.returnValue) }
+            : {}),
         },
       );
     }
@@ -523,18 +525,15 @@ export class BlockProducer implements PendingSource {
         `the number of blocks must be between 1 and ${MAX_BLOCKS_AT_ONCE}, got ${count}`,
       );
     }
-    if (interval !== undefined && interval < 1n) {
-      throw new MinerError(
-        MinerErrorCode.INVALID_ARGUMENT,
-        `the interval between blocks must be at least 1 second, got ${interval}`,
-      );
-    }
+    // An interval of 0 (viem's test client sends it) is the default spacing: block times still
+    // increase, by at least a second.
+    const step = interval === 0n ? undefined : interval;
     let last = await this.#minePending();
     for (let i = 1n; i < count; i++) {
       const timestamp = interval === undefined ? undefined : last.block.header.timestamp + interval;
       last = await this.#minePending(timestamp);
     }
-    if (interval !== undefined && count > 1n)
+    if (step !== undefined && count > 1n)
       this.#timeOffset = last.block.header.timestamp - nowSeconds();
     return last;
   }
@@ -641,24 +640,28 @@ export class BlockProducer implements PendingSource {
   }
 
   /**
-   * Sends `tx` from an impersonated account without its key (`eth_sendTransaction` from it,
-   * `eth_sendUnsignedTransaction`): as `sendTransaction`, with a placeholder signature (see
-   * `impersonatedTransaction`).
+   * Sends `tx` from an impersonated account without its key (`eth_sendTransaction` from it): as
+   * `sendTransaction`, with a placeholder signature (see `impersonatedTransaction`). With
+   * `anyAccount`, from any account (`eth_sendUnsignedTransaction`, which asks for it by name,
+   * as Anvil takes it).
    */
   sendImpersonated(
     tx: UnsignedTransaction,
     from: Address,
-    opts: { wait?: "head" | "built" } = {},
+    opts: { wait?: "head" | "built"; anyAccount?: boolean } = {},
   ): Promise<Uint8Array> {
     this.#requireBlockProduction("eth_sendUnsignedTransaction");
-    if (!this.isImpersonated(from)) {
+    if (opts.anyAccount !== true && !this.isImpersonated(from)) {
       throw new MinerError(
         MinerErrorCode.NOT_IMPERSONATED,
         `account ${bytesToHex(from)} is not impersonated: call hardhat_impersonateAccount first`,
       );
     }
     const signed = impersonatedTransaction(tx, from, this.#chain.network.chainId);
-    return this.sendTransaction(signed, { local: true, ...opts });
+    return this.sendTransaction(signed, {
+      local: true,
+      ...(opts.wait === undefined ? {} : { wait: opts.wait }),
+    });
   }
 
   /** The snapshots `revert` can still go back to. */

@@ -147,7 +147,7 @@ export interface DevControls {
   sendImpersonated(
     tx: UnsignedTransaction,
     from: Address,
-    opts?: { wait?: "head" | "built" },
+    opts?: { wait?: "head" | "built"; anyAccount?: boolean },
   ): Promise<Uint8Array>;
   /** The snapshots `evm_revert` can still go back to. */
   readonly snapshotCount: number;

@@ -350,7 +350,8 @@ function noBaseFee(fee: bigint): null {
 
 /**
  * `eth_sendUnsignedTransaction` (Anvil's, and viem's test client's): a transaction object sent
- * from an impersonated account, its defaults filled in as `eth_sendTransaction` fills them.
+ * without a key from any account, as Anvil takes it, its defaults filled in as
+ * `eth_sendTransaction` fills them.
  */
 export function devEthModule(dev: DevControls, reader: ChainReaderService) {
   return defineModule("eth", {
@@ -360,6 +361,7 @@ export function devEthModule(dev: DevControls, reader: ChainReaderService) {
       handler: async ({ chain }, [req]) =>
         dev.sendImpersonated(await fillSendRequest({ reader, chain }, req), req.from, {
           wait: "built",
+          anyAccount: true,
         }),
     }),
   });

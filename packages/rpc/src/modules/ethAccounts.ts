@@ -1,14 +1,16 @@
+import type { CallRequest } from "@nodex/evm";
 import {
   type AccessListEntry,
   type Address,
   CodecError,
   equalBytes,
+  NodexError,
   parseQuantity,
   type SignedTransaction,
   type TransactionType,
   type UnsignedTransaction,
 } from "@nodex/types";
-import { fieldReader, parseAccessList, parseCallObject } from "../callObject.js";
+import { accessListBytes, fieldReader, parseAccessList, parseCallObject } from "../callObject.js";
 import { jsonType, type ParamSpec, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
@@ -122,7 +124,10 @@ async function signFromWallet(
   return deps.wallet.signTransaction(req.from, tx, deps.chainId, passphrase);
 }
 
-/** A send request with the defaults filled in: gas 90000, the node's gas price, the pending nonce. */
+/**
+ * A send request with the defaults filled in: the gas (see `defaultSendGas`), the node's gas
+ * price, the pending nonce.
+ */
 export async function fillSendRequest(
   deps: { reader: ChainReaderService; chain: ChainView },
   req: SendRequest,
@@ -134,17 +139,51 @@ export async function fillSendRequest(
   const maxPriorityFeePerGas = req.maxPriorityFeePerGas ?? req.maxFeePerGas ?? price;
   const maxFeePerGas =
     req.maxFeePerGas ?? (req.maxPriorityFeePerGas === undefined ? price : maxPriorityFeePerGas);
+  const accessList = type === 0 ? undefined : (req.accessList ?? []);
   return {
     nonce: req.nonce ?? (await deps.reader.nonce(req.from, PENDING)),
     gasPrice: req.gasPrice ?? price,
-    gasLimit: req.gas ?? DEFAULT_SEND_GAS,
+    gasLimit: req.gas ?? (await defaultSendGas(deps.reader, req, accessList)),
     to: req.to,
     value: req.value ?? 0n,
     data: req.data ?? new Uint8Array(),
     type,
-    ...(type === 0 ? {} : { accessList: req.accessList ?? [] }),
+    ...(accessList === undefined ? {} : { accessList }),
     ...(type === 2 ? { maxFeePerGas, maxPriorityFeePerGas } : {}),
   };
+}
+
+/**
+ * `eth_sendTransaction`'s gas when the request gives none: the spec's 90,000, unless the
+ * transaction would run out of gas with it (a deployment, a heavy call), and then the node's
+ * estimate, as geth, Hardhat and Anvil fill it, so that clients which leave the gas to the
+ * node (viem's and web3.js's sends from the node's accounts) can deploy. A transaction that
+ * fails for another reason keeps 90,000: it is mined, and its failure is told then.
+ */
+async function defaultSendGas(
+  reader: ChainReaderService,
+  req: SendRequest,
+  accessList: readonly AccessListEntry[] | undefined,
+): Promise<bigint> {
+  const call: CallRequest = {
+    from: req.from,
+    to: req.to,
+    value: req.value ?? 0n,
+    data: req.data ?? new Uint8Array(),
+    accessListBytes: accessList === undefined ? 0 : accessListBytes(accessList),
+  };
+  let outOfGas: boolean;
+  try {
+    const out = await reader.call({ ...call, gas: DEFAULT_SEND_GAS }, PENDING);
+    outOfGas = !out.success && out.error?.includes("out of gas") === true;
+  } catch (err) {
+    // Below the intrinsic gas (a large deployment's data alone costs more).
+    if (!(err instanceof NodexError)) throw err;
+    outOfGas = true;
+  }
+  if (!outOfGas) return DEFAULT_SEND_GAS;
+  const estimate = await reader.estimateGas(call, PENDING);
+  return typeof estimate === "bigint" ? estimate : DEFAULT_SEND_GAS;
 }
 
 /** Fills the defaults (gas 90000, the node's gas price, the pending nonce), signs and sends. */

@@ -88,7 +88,10 @@ const REVERT_PREFIX = "VM Exception while processing transaction: ";
  * `data` is the call's return data, left out when there is none.
  */
 function callFailure(out: CallOutcome): RPCError {
-  const data = out.returnValue.length > 0 ? bytesToHex(out.returnValue) : undefined;
+  // A revert always says what it returned, `0x` for nothing (Hardhat's chai matchers tell a
+  // revert without a reason by it); a halt returns nothing to say.
+  const data =
+    out.error === "revert" || out.returnValue.length > 0 ? bytesToHex(out.returnValue) : undefined;
   const why =
     out.error === "revert"
       ? out.revertReason === undefined

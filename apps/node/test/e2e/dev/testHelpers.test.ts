@@ -128,20 +128,20 @@ describe("impersonation", () => {
     await failure("eth_sendTransaction", [{ from: WHALE, to: OTHER, value: "0x1" }]);
   });
 
-  it("eth_sendUnsignedTransaction and anvil_autoImpersonateAccount", async () => {
+  it("eth_sendUnsignedTransaction from any account, as Anvil takes it", async () => {
     const lone = "0x00000000000000000000000000000000000bee77";
     await result("anvil_setBalance", [lone, "0x100000000000"]);
-    expect(
-      (await failure("eth_sendUnsignedTransaction", [{ from: lone, to: OTHER, value: "0x1" }]))
-        .message,
-    ).toMatch(/not impersonated/);
-    expect(await result("anvil_autoImpersonateAccount", [true])).toBeNull();
     const hash = await result("eth_sendUnsignedTransaction", [
       { from: lone, to: OTHER, value: "0x3" },
     ]);
     const receipt = (await result("eth_getTransactionReceipt", [hash])) as { from: string };
     expect(receipt.from).toBe(lone);
+    // eth_sendTransaction from it needs impersonation, or anvil_autoImpersonateAccount.
+    await failure("eth_sendTransaction", [{ from: lone, to: OTHER, value: "0x1" }]);
+    expect(await result("anvil_autoImpersonateAccount", [true])).toBeNull();
+    await result("eth_sendTransaction", [{ from: lone, to: OTHER, value: "0x1" }]);
     await result("anvil_autoImpersonateAccount", [false]);
+    await failure("eth_sendTransaction", [{ from: lone, to: OTHER, value: "0x1" }]);
   });
 });
 
@@ -159,6 +159,10 @@ describe("mining controls", () => {
     await result("evm_mine", [{ blocks: 3 }]);
     expect(BigInt((await head()).number) - BigInt(end.number)).toBe(3n);
     expect(await result("anvil_mine")).toBeNull();
+    // viem's test client sends an interval of 0: the default spacing.
+    const before = BigInt((await head()).number);
+    expect(await result("anvil_mine", ["0x2", "0x0"])).toBeNull();
+    expect(BigInt((await head()).number)).toBe(before + 2n);
     expect((await failure("hardhat_mine", ["0x0"])).code).toBe(-32602);
   });
 
