@@ -61,6 +61,8 @@ export function createCore(
   const reader = new ChainReader(chain, executor, {
     // The next block's beneficiary, as a development network's hardhat_setCoinbase left it.
     coinbase: (): Address => producer.coinbase,
+    // Calls run at the node's clock, as a development network's evm_increaseTime moved it.
+    nextTimestamp: (): bigint | undefined => producer.nextBlockTime(),
     stateCache: config.caches.states,
   });
   // Transactions users submitted survive a restart: the pool journals them here.

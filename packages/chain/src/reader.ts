@@ -117,6 +117,12 @@ export interface IncludedReceipt extends IncludedTransaction {
 export interface ChainReaderOptions {
   /** The beneficiary calls run with (the block after the selected one is theirs). */
   readonly coinbase: () => Address;
+  /**
+   * The time of the next block, when the node's clock is not the wall clock (a development
+   * network's `evm_increaseTime`, `evm_setNextBlockTimestamp`): calls run at it. Now when
+   * absent or `undefined`.
+   */
+  readonly nextTimestamp?: () => bigint | undefined;
   /** Read-only states kept open for reuse, by state root; `DEFAULT_STATE_CACHE` when absent. */
   readonly stateCache?: number;
   /** Log queries over at most this many blocks are never capped; `LOGS_UNCAPPED_RANGE` when absent. */
@@ -139,6 +145,7 @@ export class ChainReader {
   readonly chain: Chain;
   readonly #executor: Executor;
   readonly #coinbase: () => Address;
+  readonly #nextTimestamp: () => bigint | undefined;
   #pending: PendingSource | undefined;
   /** Read-only states by state root. */
   readonly #states: LRUCache<string, Promise<WorldState>>;
@@ -159,6 +166,7 @@ export class ChainReader {
     this.chain = chain;
     this.#executor = executor;
     this.#coinbase = opts.coinbase;
+    this.#nextTimestamp = opts.nextTimestamp ?? (() => undefined);
     const size = opts.stateCache ?? DEFAULT_STATE_CACHE;
     if (!Number.isSafeInteger(size) || size < 1)
       throw new RangeError(`the state cache must hold at least 1 state, got ${size}`);
@@ -316,13 +324,17 @@ export class ChainReader {
     if (isPending(block)) {
       return {
         state: block.state,
-        ctx: this.chain.nextBlockContext(this.chain.head.block.header, this.#coinbase()),
+        ctx: this.chain.nextBlockContext(
+          this.chain.head.block.header,
+          this.#coinbase(),
+          this.#nextTimestamp(),
+        ),
       };
     }
     const header = block.block.header;
     return {
       state: await this.stateAt(header),
-      ctx: this.chain.nextBlockContext(header, this.#coinbase()),
+      ctx: this.chain.nextBlockContext(header, this.#coinbase(), this.#nextTimestamp()),
     };
   }
 

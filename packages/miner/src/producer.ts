@@ -321,9 +321,11 @@ export class BlockProducer implements PendingSource {
     const pool = this.#admission.pool;
     const key = `${bytesToHex(head.hash)}:${pool.version}`;
     if (this.#pendingBlock?.key !== key) {
+      const time = this.nextBlockTime();
       const opts: MineOptions = {
         coinbase: this.#coinbaseOverride ?? this.#coinbase(),
         ...(this.#gasLimit === undefined ? {} : { gasLimit: this.#gasLimit }),
+        ...(time === undefined ? {} : { timestamp: time }),
       };
       const block = this.#chain.buildTemplate(pool.pending(), opts).then(
         (template): PendingBlock => ({
@@ -505,6 +507,15 @@ export class BlockProducer implements PendingSource {
     this.#requireBlockProduction("hardhat_setCoinbase");
     this.#coinbaseOverride = address;
     this.#pendingBlock = undefined;
+  }
+
+  /**
+   * The next block's time when the node's clock is moved (`evm_increaseTime`,
+   * `evm_setNextBlockTimestamp`); `undefined` while it is the wall clock. Calls run at it.
+   */
+  nextBlockTime(): bigint | undefined {
+    if (this.#nextTimestamp !== undefined) return this.#nextTimestamp;
+    return this.#timeOffset === 0n ? undefined : nowSeconds() + this.#timeOffset;
   }
 
   /** The beneficiary of the next block. */

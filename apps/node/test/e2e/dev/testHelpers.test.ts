@@ -179,6 +179,22 @@ describe("mining controls", () => {
     expect((await failure("evm_setNextBlockTimestamp", [Number(next)])).code).toBe(-32602);
   });
 
+  it("calls run at the node's clock: after evm_increaseTime, block.timestamp is in the future", async () => {
+    // Runtime code that returns TIMESTAMP.
+    const clock = "0x00000000000000000000000000000000000c10c4";
+    await result("hardhat_setCode", [clock, "0x4260005260206000f3"]);
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const offset = BigInt((await result("evm_increaseTime", [0])) as string);
+    await result("evm_increaseTime", [86_400]);
+    const seen = BigInt((await result("eth_call", [{ to: clock }, "latest"])) as string);
+    expect(seen).toBeGreaterThanOrEqual(now + offset + 86_400n);
+    const next = BigInt((await head()).timestamp) + 1_000_000n;
+    await result("evm_setNextBlockTimestamp", [Number(next)]);
+    expect(BigInt((await result("eth_call", [{ to: clock }, "latest"])) as string)).toBe(next);
+    await result("evm_mine");
+    expect(BigInt((await head()).timestamp)).toBe(next);
+  });
+
   it("evm_setAutomine off keeps transactions waiting; hardhat_dropTransaction drops one", async () => {
     expect(await result("hardhat_getAutomine")).toBe(true);
     expect(await result("evm_setAutomine", [false])).toBe(true);
