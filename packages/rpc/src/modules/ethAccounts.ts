@@ -4,10 +4,12 @@ import {
   type Address,
   CodecError,
   equalBytes,
+  type NetworkPreset,
   NodexError,
   parseQuantity,
   type SignedTransaction,
   type TransactionType,
+  typedTransactionsActive,
   type UnsignedTransaction,
 } from "@nodex/types";
 import { accessListBytes, fieldReader, parseAccessList, parseCallObject } from "../callObject.js";
@@ -38,7 +40,8 @@ export interface SendRequest {
   readonly nonce?: bigint;
   /**
    * The transaction's type: as `type` says, else 2 with `maxFeePerGas` or
-   * `maxPriorityFeePerGas`, 1 with an `accessList`, 0 (legacy) otherwise.
+   * `maxPriorityFeePerGas`, 1 with an `accessList`; absent when nothing says (see
+   * `fillSendRequest`).
    */
   readonly type?: TransactionType;
   readonly maxFeePerGas?: bigint;
@@ -91,8 +94,10 @@ function parseTypedFields(
     throw new CodecError(arg, `maxFeePerGas: a type ${type} transaction has gasPrice instead`);
   if (type === 0 && accessList !== undefined)
     throw new CodecError(arg, "accessList: a legacy transaction has none");
+  // A type the request states, or its fields imply; none when nothing says (the node chooses).
+  const stated = given !== undefined || fees || accessList !== undefined;
   return {
-    ...(type === 0 ? {} : { type }),
+    ...(stated ? { type } : {}),
     ...(maxFeePerGas === undefined ? {} : { maxFeePerGas }),
     ...(maxPriorityFeePerGas === undefined ? {} : { maxPriorityFeePerGas }),
     ...(accessList === undefined ? {} : { accessList }),
@@ -112,7 +117,12 @@ export interface WalletNode {
   readonly transactions: TransactionService;
 }
 
-type WalletDeps = WalletNode & { wallet: WalletService; chain: ChainView; chainId: number };
+type WalletDeps = WalletNode & {
+  wallet: WalletService;
+  chain: ChainView;
+  chainId: number;
+  network?: NetworkPreset;
+};
 
 /** Fills the defaults (gas 90000, the node's gas price, the pending nonce) and signs. */
 async function signFromWallet(
@@ -129,11 +139,19 @@ async function signFromWallet(
  * price, the pending nonce.
  */
 export async function fillSendRequest(
-  deps: { reader: ChainReaderService; chain: ChainView },
+  deps: { reader: ChainReaderService; chain: ChainView; network?: NetworkPreset },
   req: SendRequest,
 ): Promise<UnsignedTransaction> {
   const price = deps.chain.gasPrice();
-  const type = req.type ?? 0;
+  // Unsaid, the type is 2 where the next block takes typed transactions and no gasPrice is
+  // given, as geth, Hardhat and Anvil choose; legacy otherwise.
+  const type =
+    req.type ??
+    (req.gasPrice === undefined &&
+    deps.network !== undefined &&
+    typedTransactionsActive(deps.network, deps.chain.blockNumber() + 1n)
+      ? 2
+      : 0);
   // A type 2 transaction's fees default to the node's gas price (no base fee: the whole price is
   // the priority fee), and each to the other when only one is given.
   const maxPriorityFeePerGas = req.maxPriorityFeePerGas ?? req.maxFeePerGas ?? price;
@@ -282,7 +300,7 @@ export function ethAccountsModule(wallet: WalletService, node: WalletNode | unde
             handler: async ({ chain, network }, [req], { hosted }) => {
               noKeysWhenHosted(hosted, req.from);
               const signed = await signFromWallet(
-                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId, network }),
                 req,
               );
               return signed.raw;
@@ -300,12 +318,12 @@ export function ethAccountsModule(wallet: WalletService, node: WalletNode | unde
                 !wallet.list().some((a) => equalBytes(a, req.from))
               )
                 return dev.sendImpersonated(
-                  await fillSendRequest({ reader: node.reader, chain }, req),
+                  await fillSendRequest({ reader: node.reader, chain, network }, req),
                   req.from,
                   { wait: "built" },
                 );
               return sendFromWallet(
-                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId, network }),
                 req,
               );
             },

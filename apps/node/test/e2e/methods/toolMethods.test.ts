@@ -270,14 +270,24 @@ describe("signing with the node's accounts", () => {
     expect(tx.value).toBe(7n);
     expect(tx.nonce).toBe(Number(nonce));
     expect(tx.gasLimit).toBe(90_000n);
-    expect(tx.gasPrice).toBe(BigInt(gasPrice as string));
+    // Regtest takes typed transactions: with no gasPrice given, type 2 at the node's price, as
+    // geth, Hardhat and Anvil choose.
+    expect(tx.type).toBe(2);
+    expect(tx.maxFeePerGas).toBe(BigInt(gasPrice as string));
+    expect(tx.maxPriorityFeePerGas).toBe(BigInt(gasPrice as string));
     expect(tx.chainId).toBe(33n);
-    expect(tx.type).toBe(0);
     // Not sent: the nonce has not moved, and the chain does not know it.
     expect(await result("eth_getTransactionCount", [ACCOUNT, "pending"])).toBe(nonce);
     expect(await result("eth_getTransactionByHash", [tx.hash])).toBeNull();
     // Sent as it is, it is taken.
     expect(await result("eth_sendRawTransaction", [raw])).toBe(tx.hash);
+    // A gasPrice, or type 0, asks for a legacy one.
+    for (const legacy of [{ gasPrice }, { type: "0x0" }]) {
+      const signed = (await result("eth_signTransaction", [
+        { from: ACCOUNT, to: TO, value: "0x1", ...legacy },
+      ])) as string;
+      expect(Transaction.from(signed).type).toBe(0);
+    }
   });
 });
 
