@@ -358,8 +358,8 @@ export function devEthModule(dev: DevControls, reader: ChainReaderService) {
     sendUnsignedTransaction: method({
       params: [sendRequest],
       result: r.data,
-      handler: async ({ chain, network }, [req]) =>
-        dev.sendImpersonated(await fillSendRequest({ reader, chain, network }, req), req.from, {
+      handler: async ({ chain }, [req]) =>
+        dev.sendImpersonated(await fillSendRequest({ reader, chain }, req), req.from, {
           wait: "built",
           anyAccount: true,
         }),

@@ -4,12 +4,10 @@ import {
   type Address,
   CodecError,
   equalBytes,
-  type NetworkPreset,
   NodexError,
   parseQuantity,
   type SignedTransaction,
   type TransactionType,
-  typedTransactionsActive,
   type UnsignedTransaction,
 } from "@nodex/types";
 import { accessListBytes, fieldReader, parseAccessList, parseCallObject } from "../callObject.js";
@@ -117,12 +115,7 @@ export interface WalletNode {
   readonly transactions: TransactionService;
 }
 
-type WalletDeps = WalletNode & {
-  wallet: WalletService;
-  chain: ChainView;
-  chainId: number;
-  network?: NetworkPreset;
-};
+type WalletDeps = WalletNode & { wallet: WalletService; chain: ChainView; chainId: number };
 
 /** Fills the defaults (gas 90000, the node's gas price, the pending nonce) and signs. */
 async function signFromWallet(
@@ -139,19 +132,13 @@ async function signFromWallet(
  * price, the pending nonce.
  */
 export async function fillSendRequest(
-  deps: { reader: ChainReaderService; chain: ChainView; network?: NetworkPreset },
+  deps: { reader: ChainReaderService; chain: ChainView },
   req: SendRequest,
 ): Promise<UnsignedTransaction> {
   const price = deps.chain.gasPrice();
-  // Unsaid, the type is 2 where the next block takes typed transactions and no gasPrice is
-  // given, as geth, Hardhat and Anvil choose; legacy otherwise.
-  const type =
-    req.type ??
-    (req.gasPrice === undefined &&
-    deps.network !== undefined &&
-    typedTransactionsActive(deps.network, deps.chain.blockNumber() + 1n)
-      ? 2
-      : 0);
+  // Unsaid, the type is legacy: the spec's fields, and on this chain the cheapest (RSKIP546
+  // charges 80 gas for each byte of a typed transaction's access list, 1 for an empty one).
+  const type = req.type ?? 0;
   // A type 2 transaction's fees default to the node's gas price (no base fee: the whole price is
   // the priority fee), and each to the other when only one is given.
   const maxPriorityFeePerGas = req.maxPriorityFeePerGas ?? req.maxFeePerGas ?? price;
@@ -300,7 +287,7 @@ export function ethAccountsModule(wallet: WalletService, node: WalletNode | unde
             handler: async ({ chain, network }, [req], { hosted }) => {
               noKeysWhenHosted(hosted, req.from);
               const signed = await signFromWallet(
-                Object.assign({}, node, { wallet, chain, chainId: network.chainId, network }),
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
                 req,
               );
               return signed.raw;
@@ -318,12 +305,12 @@ export function ethAccountsModule(wallet: WalletService, node: WalletNode | unde
                 !wallet.list().some((a) => equalBytes(a, req.from))
               )
                 return dev.sendImpersonated(
-                  await fillSendRequest({ reader: node.reader, chain, network }, req),
+                  await fillSendRequest({ reader: node.reader, chain }, req),
                   req.from,
                   { wait: "built" },
                 );
               return sendFromWallet(
-                Object.assign({}, node, { wallet, chain, chainId: network.chainId, network }),
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
                 req,
               );
             },

@@ -104,7 +104,7 @@ export function personalModule(wallet: WalletService, node: WalletNode | undefin
             result: r.data,
             handler: ({ chain, network }, [req, passphrase]) =>
               sendFromWallet(
-                Object.assign({}, node, { wallet, chain, chainId: network.chainId, network }),
+                Object.assign({}, node, { wallet, chain, chainId: network.chainId }),
                 req,
                 passphrase,
               ),
