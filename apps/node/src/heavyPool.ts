@@ -80,7 +80,10 @@ export class HeavyRequestPool implements HeavyRequestService {
   #nextId = 1;
   /** Threads ended by `pause`, started again by `resume`; requests wait meanwhile. */
   #paused = 0;
-  /** Threads not started yet: the first heavy request starts them (see the constructor). */
+  /**
+   * Threads not started yet: the first heavy request starts one, and the others start once it
+   * is ready (see the constructor).
+   */
   #unstarted: number;
 
   readonly #maxQueued: number;
@@ -102,18 +105,32 @@ export class HeavyRequestPool implements HeavyRequestService {
     this.#unsubscribe = deps.chain.onHeadChange((change) => this.#onHeadChange(change));
   }
 
+  /**
+   * Starts one thread when none is alive and some are to start; the others start once it is
+   * ready: threads starting together share the CPU, and the first request would wait for all.
+   */
+  #startFirst(): void {
+    if (this.#unstarted > 0 && this.#slots.size === 0 && this.#paused === 0) {
+      this.#unstarted--;
+      this.#spawn();
+    }
+  }
+
   /** Worker threads alive (ready or starting). */
   get threads(): number {
     return this.#slots.size;
   }
 
+  ready(): boolean {
+    if (this.#stopped) return false;
+    this.#startFirst();
+    for (const slot of this.#slots) if (slot.ready) return true;
+    return false;
+  }
+
   run(request: HeavyRequest): Promise<string> {
     if (this.#stopped) return Promise.reject(new Error("the node is stopping"));
-    if (this.#unstarted > 0) {
-      const count = this.#unstarted;
-      this.#unstarted = 0;
-      for (let i = 0; i < count; i++) this.#spawn();
-    }
+    this.#startFirst();
     if (this.#slots.size === 0 && this.#paused === 0)
       return Promise.reject(new Error("no worker thread for heavy requests is running"));
     if (this.#queue.length >= this.#maxQueued)
@@ -193,6 +210,9 @@ export class HeavyRequestPool implements HeavyRequestService {
     if (message.kind === "ready") {
       slot.ready = true;
       this.#pump();
+      const count = this.#unstarted;
+      this.#unstarted = 0;
+      for (let i = 0; i < count; i++) this.#spawn();
       return;
     }
     const job = slot.job;

@@ -1,4 +1,9 @@
-import { keccakBackend, type Logger, selectSignatureRecovery } from "@nodex/types";
+import {
+  keccakBackend,
+  type Logger,
+  precomputeSecp256k1,
+  selectSignatureRecovery,
+} from "@nodex/types";
 import type { NodeConfig } from "./config.js";
 
 /**
@@ -7,6 +12,9 @@ import type { NodeConfig } from "./config.js";
  * Keccak-256 runs (`wasm`, or `noble` where WebAssembly does not instantiate).
  */
 export function startSignatureRecovery(config: NodeConfig, logger: Logger): void {
+  // This thread signs (the node's accounts) and may recover with noble: the generator's
+  // multiples are ready before the first request.
+  precomputeSecp256k1();
   const info = selectSignatureRecovery(config.signatureRecovery);
   logger.info("Signature recovery", { ...info });
   logger.info("Keccak-256", { backend: keccakBackend });

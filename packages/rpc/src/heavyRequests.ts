@@ -90,6 +90,12 @@ export type HeavyRequest =
  */
 export interface HeavyRequestService {
   run(request: HeavyRequest): Promise<string>;
+  /**
+   * Whether a thread is ready to take a request; starts the threads when they are not started.
+   * `debug_traceCall`, one call like `eth_call`'s, runs on the calling thread while none is
+   * ready, rather than waiting for them to start.
+   */
+  ready?(): boolean;
 }
 
 export const HeavyErrorCode = {

@@ -114,6 +114,7 @@ export {
 } from "./rlp/transaction.js";
 export type { SignatureRecoveryInfo, SignatureRecoveryPreference } from "./signatureRecovery.js";
 export {
+  precomputeSecp256k1,
   recoverPublicKey,
   SignatureRecoveryBackend,
   selectSignatureRecovery,

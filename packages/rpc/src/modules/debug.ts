@@ -261,7 +261,8 @@ export function debugTraceModule(
       },
     }),
     // geth's [callObject, blockNrOrHash, options]; the block defaults to `latest`. Served here
-    // for the `pending` block (in this thread's memory), by `heavy` otherwise.
+    // for the `pending` block (in this thread's memory) and while no thread of `heavy` is ready,
+    // by `heavy` otherwise.
     traceCall: method({
       params: [p.callObject, p.optional(p.blockSelector, LATEST), traceCallConfig],
       result: r.json,
@@ -269,7 +270,8 @@ export function debugTraceModule(
         checkCallGas(req);
         const budget = traceBudget(limits);
         const local = () => traceCallResult(reader, req, selector, config, budget);
-        if (isPendingTag(selector)) return local();
+        // One call, as eth_call runs here: it does not wait for the threads to start.
+        if (isPendingTag(selector) || heavy?.ready?.() === false) return local();
         return offload(
           heavy,
           { method: "debug_traceCall", call: req, selector, config, budget },

@@ -9,7 +9,7 @@ import {
 } from "../../src/index.js";
 
 const PUBLIC: ModuleName[] = ["eth", "net", "web3", "rpc", "txpool", "nodex"];
-const DEV: ModuleName[] = [...PUBLIC, "evm", "personal", "mnr"];
+const DEV: ModuleName[] = [...PUBLIC, "evm", "personal", "mnr", "hardhat", "anvil"];
 
 describe("network presets", () => {
   it.each([
@@ -92,6 +92,8 @@ describe("names and lookups", () => {
         "mnr",
         "nodex",
         "sco",
+        "hardhat",
+        "anvil",
       ].sort(),
     );
   });
