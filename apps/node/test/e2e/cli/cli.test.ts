@@ -62,7 +62,7 @@ describe("usage", () => {
     ],
     [
       ["--rpc-modules", "eth,bogus"],
-      'nodex: invalid value for --rpc-modules: "bogus" is not one of eth, net, web3, rpc, evm, debug, trace, txpool, personal, mnr, nodex, sco (see nodex --help)\n',
+      'nodex: invalid value for --rpc-modules: "bogus" is not one of eth, net, web3, rpc, evm, debug, trace, txpool, personal, mnr, nodex, sco, hardhat, anvil (see nodex --help)\n',
     ],
     [["stray"], 'nodex: unexpected argument "stray" (see nodex --help)\n'],
   ])("%j exits 2 with one line naming the problem", async (args, message) => {
