@@ -140,7 +140,7 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_RPC_MODULES",
     valueName: "LIST",
     description: `JSON-RPC modules to serve, comma-separated: ${MODULE_NAMES.join(", ")}`,
-    defaultText: "eth,net,web3,rpc,txpool,nodex (+ evm,personal,mnr on regtest and devnet)",
+    defaultText: "eth,net,web3,rpc,txpool,nodex (+ evm,personal,mnr,hardhat,anvil on regtest and devnet)",
     list: true,
     parse: oneOf(MODULE_NAMES),
   },
