@@ -27,7 +27,8 @@ const USAGE = `usage: node bench/hardhat/run.mjs [--runs N] [--only a,b] [--buil
 
   --runs N     runs of the suite on each target, one after another (default 2: on a node
                the first is cold, a fresh node, the others warm, the same node)
-  --only a,b   targets: nodex, hardhat (in-process), hardhat-node, anvil (default all)
+  --only a,b   targets: nodex, nodex-estimating, hardhat (in-process), hardhat-node, anvil
+               (default all)
   --build      run npm run build even if apps/node/dist/main.js exists`;
 
 const { values: args } = parseArgs({
@@ -66,10 +67,31 @@ function hardhatCli() {
   }
 }
 
+// Every server runs as the project's `localhost` network, as users point a project at a local
+// node: the client then takes the same path on each (hardhat-ethers sends with a fixed gas
+// limit to a node that answers `hardhat_metadata`, as Hardhat's node and Nodex do, and
+// estimates each send elsewhere). `nodex-estimating` runs Nodex as the project's `nodex`
+// network: every send estimated first, as CI's test/clients runs it.
 const TARGETS = [
   {
     id: "nodex",
     label: "Nodex",
+    network: "localhost",
+    urlEnv: "LOCALHOST_URL",
+    server: nodexServer({
+      extraArgs: [
+        "--client-version",
+        "HardhatNetwork/nodex",
+        "--coinbase",
+        COINBASE,
+        "--rpc-modules",
+        "eth,net,web3,rpc,txpool,nodex,evm,personal,mnr,hardhat,anvil,debug",
+      ],
+    }),
+  },
+  {
+    id: "nodex-estimating",
+    label: "Nodex (nodex network)",
     network: "nodex",
     urlEnv: "NODEX_URL",
     server: nodexServer({
@@ -190,7 +212,7 @@ installCleanup();
 if (selected.some((t) => t.id === "hardhat-node" || t.id === "anvil")) {
   ensureBenchDeps(["hardhat", "@foundry-rs/anvil"]);
 }
-if (selected.some((t) => t.id === "nodex")) ensureNodexBuilt(args.build);
+if (selected.some((t) => t.id.startsWith("nodex"))) ensureNodexBuilt(args.build);
 const tmp = mkdtempSync(join(tmpdir(), "nodex-bench-hardhat-"));
 const results = [];
 const started = new Date();

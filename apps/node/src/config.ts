@@ -54,6 +54,13 @@ export interface P2PConfig {
   readonly maxOutboundPeers: number;
 }
 
+/**
+ * The gas limit of a development network's blocks unless told otherwise: Hardhat's and Anvil's,
+ * which tools assume (hardhat-ethers sends with a fixed 16,777,216 to a local node it takes for
+ * Hardhat's).
+ */
+export const DEV_BLOCK_GAS_LIMIT = 30_000_000n;
+
 export interface NodeConfig {
   readonly network: NetworkPreset;
   readonly datadir: string;
@@ -73,6 +80,8 @@ export interface NodeConfig {
   readonly mineInterval: number;
   /** Whether a development network's node makes its own blocks (`--no-automine`: no). */
   readonly automine: boolean;
+  /** The gas limit of the blocks a development network's node makes; `undefined` elsewhere. */
+  readonly blockGasLimit: bigint | undefined;
   /** `--state`: the state file a development network starts from and writes at shutdown. */
   readonly stateFile: string | undefined;
   /** What `web3_clientVersion` answers on a development network; the node's own when absent. */
@@ -233,6 +242,7 @@ export function parseCommandLine(environment: Environment): Command {
       : expandHome(datadirText, home, environment.cwd ?? ".");
 
   const wsPort = pick<number>("wsPort");
+  const givenGasLimit = pick<bigint>("blockGasLimit");
   const rpc: RPCOptions = {
     host: pick<string>("rpcHost") ?? defaultRPCOptions.host,
     port: pick<number>("rpcPort") ?? defaultRPCOptions.port,
@@ -289,6 +299,7 @@ export function parseCommandLine(environment: Environment): Command {
     automine: pick<"on" | "off">("automine") !== "off",
     clientVersion: pick<string>("clientVersion"),
     stateFile: pick<string>("stateFile"),
+    blockGasLimit: givenGasLimit ?? (dev ? DEV_BLOCK_GAS_LIMIT : undefined),
     p2p:
       (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"
         ? undefined
@@ -313,6 +324,11 @@ export function parseCommandLine(environment: Environment): Command {
   }
   if (config.mineInterval > 0 && !config.automine) {
     throw new UsageError("--mine-interval and --no-automine contradict each other: pick one");
+  }
+  if (givenGasLimit !== undefined && !dev) {
+    throw new UsageError(
+      `--block-gas-limit works on regtest and devnet only: the gas limit of ${network.name} moves by its own rule`,
+    );
   }
   if (config.stateFile !== undefined && !dev) {
     throw new UsageError(

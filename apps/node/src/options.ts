@@ -140,7 +140,8 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_RPC_MODULES",
     valueName: "LIST",
     description: `JSON-RPC modules to serve, comma-separated: ${MODULE_NAMES.join(", ")}`,
-    defaultText: "eth,net,web3,rpc,txpool,nodex (+ evm,personal,mnr,hardhat,anvil on regtest and devnet)",
+    defaultText:
+      "eth,net,web3,rpc,txpool,nodex (+ evm,personal,mnr,hardhat,anvil on regtest and devnet)",
     list: true,
     parse: oneOf(MODULE_NAMES),
   },
@@ -468,6 +469,21 @@ export const OPTIONS: readonly OptionDef[] = [
       "regtest and devnet: mine a block every SECONDS with the transactions received meanwhile, instead of one block per transaction; 0 mines at once (automine)",
     defaultText: "0 (automine)",
     parse: integer(0, 86_400, "a number of seconds"),
+  },
+  {
+    key: "blockGasLimit",
+    flag: "--block-gas-limit",
+    env: "NODEX_BLOCK_GAS_LIMIT",
+    valueName: "GAS",
+    description:
+      "regtest and devnet: the gas limit of the blocks the node makes, which calls and the pool use at once (evm_setBlockGasLimit changes it while the node runs); the genesis block keeps the network's",
+    defaultText:
+      "30000000 (as Hardhat and Anvil: tools that send with a fixed gas limit of 16,777,216 need room for it)",
+    parse: (text) => {
+      if (!/^[1-9]\d{0,18}$/.test(text) || BigInt(text) < 21_000n || BigInt(text) >= 1n << 63n)
+        throw invalid(text, `${JSON.stringify(text)} is not a gas limit (21000 to 2^63 - 1)`);
+      return BigInt(text);
+    },
   },
   {
     key: "stateFile",

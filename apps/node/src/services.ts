@@ -63,6 +63,7 @@ export function createCore(
     coinbase: (): Address => producer.coinbase,
     // Calls run at the node's clock, as a development network's evm_increaseTime moved it.
     nextTimestamp: (): bigint | undefined => producer.nextBlockTime(),
+    nextGasLimit: (): bigint | undefined => producer.nextGasLimit(),
     stateCache: config.caches.states,
   });
   // Transactions users submitted survive a restart: the pool journals them here.
@@ -76,6 +77,7 @@ export function createCore(
     automine: network.devAccounts,
     mineInterval: config.mineInterval,
     startMining: config.automine,
+    ...(config.blockGasLimit === undefined ? {} : { blockGasLimit: config.blockGasLimit }),
     coinbase: getCoinbase,
     logger: logger.child({ module: "producer" }),
   });

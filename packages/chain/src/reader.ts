@@ -123,6 +123,12 @@ export interface ChainReaderOptions {
    * absent or `undefined`.
    */
   readonly nextTimestamp?: () => bigint | undefined;
+  /**
+   * The gas limit of the next block when the node sets it (a development network's
+   * `--block-gas-limit`, `evm_setBlockGasLimit`): calls and the pool's checks use it. The
+   * head's when absent or `undefined`.
+   */
+  readonly nextGasLimit?: () => bigint | undefined;
   /** Read-only states kept open for reuse, by state root; `DEFAULT_STATE_CACHE` when absent. */
   readonly stateCache?: number;
   /** Log queries over at most this many blocks are never capped; `LOGS_UNCAPPED_RANGE` when absent. */
@@ -146,6 +152,7 @@ export class ChainReader {
   readonly #executor: Executor;
   readonly #coinbase: () => Address;
   readonly #nextTimestamp: () => bigint | undefined;
+  readonly #nextGasLimit: () => bigint | undefined;
   #pending: PendingSource | undefined;
   /** Read-only states by state root. */
   readonly #states: LRUCache<string, Promise<WorldState>>;
@@ -167,6 +174,7 @@ export class ChainReader {
     this.#executor = executor;
     this.#coinbase = opts.coinbase;
     this.#nextTimestamp = opts.nextTimestamp ?? (() => undefined);
+    this.#nextGasLimit = opts.nextGasLimit ?? (() => undefined);
     const size = opts.stateCache ?? DEFAULT_STATE_CACHE;
     if (!Number.isSafeInteger(size) || size < 1)
       throw new RangeError(`the state cache must hold at least 1 state, got ${size}`);
@@ -315,6 +323,16 @@ export class ChainReader {
     return { outcome: await this.#executor.traceCall(state, req, ctx, tracer), tracer };
   }
 
+  /** The gas limit of the next block: the node's setting, or the head's. */
+  nextBlockGasLimit(): bigint {
+    return this.#nextGasLimit() ?? this.chain.head.block.header.gasLimit;
+  }
+
+  #withGasLimit(ctx: BlockContext): BlockContext {
+    const gasLimit = this.#nextGasLimit();
+    return gasLimit === undefined || gasLimit === ctx.gasLimit ? ctx : { ...ctx, gasLimit };
+  }
+
   /**
    * Where a call at `selector` runs: on the state after the block, as part of the block after
    * it; for `pending`, on the pending state as part of the pending block.
@@ -324,17 +342,21 @@ export class ChainReader {
     if (isPending(block)) {
       return {
         state: block.state,
-        ctx: this.chain.nextBlockContext(
-          this.chain.head.block.header,
-          this.#coinbase(),
-          this.#nextTimestamp(),
+        ctx: this.#withGasLimit(
+          this.chain.nextBlockContext(
+            this.chain.head.block.header,
+            this.#coinbase(),
+            this.#nextTimestamp(),
+          ),
         ),
       };
     }
     const header = block.block.header;
     return {
       state: await this.stateAt(header),
-      ctx: this.chain.nextBlockContext(header, this.#coinbase(), this.#nextTimestamp()),
+      ctx: this.#withGasLimit(
+        this.chain.nextBlockContext(header, this.#coinbase(), this.#nextTimestamp()),
+      ),
     };
   }
 

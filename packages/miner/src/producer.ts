@@ -56,6 +56,12 @@ export interface BlockProducerOptions {
   readonly startMining?: boolean;
   /** Beneficiary of the blocks made here. */
   readonly coinbase: () => Address;
+  /**
+   * Development networks: the gas limit of the blocks made here (`--block-gas-limit`), which
+   * calls and the pool use at once; the parent's when absent. `evm_setBlockGasLimit` changes
+   * it, `evm_reset` puts it back.
+   */
+  readonly blockGasLimit?: bigint;
   readonly logger: Logger;
 }
 
@@ -83,6 +89,7 @@ export class BlockProducer implements PendingSource {
   readonly #coinbase: () => Address;
   readonly #log: Logger;
   readonly #startMining: boolean;
+  readonly #configuredGasLimit: bigint | undefined;
   /** Whether a block is mined for each transaction received (off: they wait for `minePending`). */
   #autoMining: boolean;
   /** Whether automine is wanted (configured, or set by `evm_setAutomine`) when mining runs. */
@@ -118,6 +125,8 @@ export class BlockProducer implements PendingSource {
     this.#automineWanted = this.#autoMining;
     this.#intervalMs = this.mineInterval * 1000;
     this.#coinbase = opts.coinbase;
+    this.#configuredGasLimit = opts.blockGasLimit;
+    this.#gasLimit = opts.blockGasLimit;
     this.#log = opts.logger;
     this.#startMining = opts.startMining ?? true;
     // A new head makes the pending block stale, whatever moved it.
@@ -397,7 +406,7 @@ export class BlockProducer implements PendingSource {
     await this.#admission.replaceAll([]);
     this.#timeOffset = 0n;
     this.#nextTimestamp = undefined;
-    this.#gasLimit = undefined;
+    this.#gasLimit = this.#configuredGasLimit;
     this.#coinbaseOverride = undefined;
     this.#impersonated.clear();
     this.#autoImpersonate = false;
@@ -516,6 +525,11 @@ export class BlockProducer implements PendingSource {
   nextBlockTime(): bigint | undefined {
     if (this.#nextTimestamp !== undefined) return this.#nextTimestamp;
     return this.#timeOffset === 0n ? undefined : nowSeconds() + this.#timeOffset;
+  }
+
+  /** The gas limit of the next block when this node sets it; the head's otherwise. */
+  nextGasLimit(): bigint | undefined {
+    return this.automine ? this.#gasLimit : undefined;
   }
 
   /** The beneficiary of the next block. */

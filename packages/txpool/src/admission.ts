@@ -70,7 +70,8 @@ export class TxAdmission {
     const head = this.#reader.head.block.header;
     return {
       number: head.number,
-      gasLimit: head.gasLimit,
+      // The next block's (a development network may set it above the head's).
+      gasLimit: this.#reader.nextBlockGasLimit(),
       minimumGasPrice: head.minimumGasPrice,
       // The accounts only, read from the head's trie: no state is opened for each new head.
       state: this.#reader.accountsAt(head),

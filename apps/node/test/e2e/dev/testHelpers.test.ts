@@ -214,11 +214,11 @@ describe("mining controls", () => {
   });
 
   it("evm_setBlockGasLimit and hardhat_setCoinbase shape the next blocks", async () => {
-    expect(await result("evm_setBlockGasLimit", ["0x1c9c380"])).toBe(true);
+    expect(await result("evm_setBlockGasLimit", ["0x17d7840"])).toBe(true);
     expect(await result("hardhat_setCoinbase", [WHALE])).toBe(true);
     await result("evm_mine");
     const block = await head();
-    expect(BigInt(block.gasLimit)).toBe(30_000_000n);
+    expect(BigInt(block.gasLimit)).toBe(25_000_000n);
     expect(block.miner).toBe(WHALE);
     expect((await failure("evm_setBlockGasLimit", ["0x1"])).code).toBe(-32602);
   });
@@ -232,6 +232,49 @@ describe("mining controls", () => {
     expect(BigInt((await head()).number)).toBeGreaterThan(start);
     expect(await result("evm_setIntervalMining", [0])).toBe(true);
     await result("evm_setAutomine", [true]);
+  });
+});
+
+describe("the block gas limit of a development network", () => {
+  it("is 30,000,000 from the first block: a send with hardhat-ethers' fixed 16,777,216 gas is taken", async () => {
+    const fresh = await startNode();
+    try {
+      const res = await call(fresh.url, "eth_sendTransaction", [
+        { from: DEV0, to: OTHER, value: "0x1", gas: "0x1000000" },
+      ]);
+      expect(res.error).toBeUndefined();
+      const block = (await call(fresh.url, "eth_getBlockByNumber", ["0x1", false])).result as {
+        gasLimit: string;
+      };
+      expect(BigInt(block.gasLimit)).toBe(30_000_000n);
+      // The genesis keeps the network's own.
+      const genesis = (await call(fresh.url, "eth_getBlockByNumber", ["0x0", false])).result as {
+        gasLimit: string;
+      };
+      expect(BigInt(genesis.gasLimit)).toBe(10_000_000n);
+    } finally {
+      await fresh.stop();
+    }
+  });
+
+  it("--block-gas-limit sets it; above it a send is refused; on a public network the flag is", async () => {
+    const small = await startNode({ args: ["--block-gas-limit", "12000000"] });
+    try {
+      const refused = await call(small.url, "eth_sendTransaction", [
+        { from: DEV0, to: OTHER, value: "0x1", gas: "0x1000000" },
+      ]);
+      expect(refused.error?.message).toMatch(/block gas limit 12000000/);
+      await call(small.url, "evm_mine", []);
+      const block = (await call(small.url, "eth_getBlockByNumber", ["latest", false])).result as {
+        gasLimit: string;
+      };
+      expect(BigInt(block.gasLimit)).toBe(12_000_000n);
+    } finally {
+      await small.stop();
+    }
+    const testnet = await runCli(["--testnet", "--block-gas-limit", "12000000"]);
+    expect(testnet.code).not.toBe(0);
+    expect(testnet.stderr).toMatch(/--block-gas-limit works on regtest and devnet only/);
   });
 });
 

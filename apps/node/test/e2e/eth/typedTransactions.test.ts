@@ -46,8 +46,9 @@ describe("the fee methods", () => {
     expect(out.oldestBlock).toBe(`0x${(head - 2).toString(16)}`);
     expect(out.baseFeePerGas).toEqual(["0x0", "0x0", "0x0", "0x0"]);
     expect((out.gasUsedRatio as number[]).slice(1)).toEqual([
-      21_000 / 10_000_000,
-      21_000 / 10_000_000,
+      // Blocks after genesis have regtest's --block-gas-limit, 30,000,000 by default.
+      21_000 / 30_000_000,
+      21_000 / 30_000_000,
     ]);
     expect((out.reward as string[][]).slice(1)).toEqual([
       ["0x3", "0x3", "0x3"],
