@@ -23,6 +23,7 @@ export function mergedMiningRules(
     // A development network's clock is the producer's to move (evm_increaseTime, blocks made
     // faster than one a second): the nodes that follow it take its times as they come.
     maxFutureSeconds: network.devAccounts ? null : MAX_FUTURE_SECONDS,
+    freeGasLimit: network.devAccounts,
     difficulty: (parent, timestamp, uncleCount) =>
       nextDifficulty({
         parentDifficulty: parent.difficulty,

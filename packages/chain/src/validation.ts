@@ -26,6 +26,13 @@ export interface ConsensusRules {
    * and whose blocks can be made faster than one a second.
    */
   readonly maxFutureSeconds?: bigint | null;
+  /**
+   * Whether a block may set any gas limit its gas used fits in: development networks, whose
+   * producer sets it (`--block-gas-limit`, `evm_setBlockGasLimit`), so that a node that follows
+   * one, or imports its chain, takes its blocks. Elsewhere (absent) the gas limit moves by at
+   * most 1/1024 of the parent's and stays at least `MIN_GAS_LIMIT`.
+   */
+  readonly freeGasLimit?: boolean;
 }
 
 /**
@@ -65,11 +72,13 @@ export function checkHeader(
   const future = rules.maxFutureSeconds === undefined ? MAX_FUTURE_SECONDS : rules.maxFutureSeconds;
   if (future !== null && header.timestamp > now + future)
     return `timestamp ${header.timestamp} is more than ${future} s in the future`;
-  const step = parent.gasLimit / 1024n;
-  if (header.gasLimit < parent.gasLimit - step || header.gasLimit > parent.gasLimit + step)
-    return `gas limit ${header.gasLimit} moves more than 1/1024 from its parent's ${parent.gasLimit}`;
-  if (header.gasLimit < MIN_GAS_LIMIT)
-    return `gas limit ${header.gasLimit} is below the least ${MIN_GAS_LIMIT}`;
+  if (rules.freeGasLimit !== true) {
+    const step = parent.gasLimit / 1024n;
+    if (header.gasLimit < parent.gasLimit - step || header.gasLimit > parent.gasLimit + step)
+      return `gas limit ${header.gasLimit} moves more than 1/1024 from its parent's ${parent.gasLimit}`;
+    if (header.gasLimit < MIN_GAS_LIMIT)
+      return `gas limit ${header.gasLimit} is below the least ${MIN_GAS_LIMIT}`;
+  }
   if (header.gasUsed > header.gasLimit)
     return `gas used ${header.gasUsed} is over the gas limit ${header.gasLimit}`;
   const mgpStep = parent.minimumGasPrice / 100n > 1n ? parent.minimumGasPrice / 100n : 1n;
