@@ -121,7 +121,8 @@ describe("the pool", () => {
         await wallet.signTransaction({
           to: TO,
           value: 1n,
-          gasLimit: 20_000_000n,
+          // Above regtest's block gas limit (30,000,000 after genesis).
+          gasLimit: 40_000_000n,
           gasPrice: 0n,
           nonce: 4,
           chainId: 33,
