@@ -72,6 +72,16 @@ function hardhatCli() {
 // limit to a node that answers `hardhat_metadata`, as Hardhat's node and Nodex do, and
 // estimates each send elsewhere). `nodex-estimating` runs Nodex as the project's `nodex`
 // network: every send estimated first, as CI's test/clients runs it.
+// The network helpers refuse a node whose client version says neither Hardhat nor Anvil; the
+// coinbase is Hardhat's, so that fees go to no signer; `debug` for debug_traceCall.
+const NODEX_ARGS = [
+  "--client-version",
+  "HardhatNetwork/nodex",
+  "--coinbase",
+  COINBASE,
+  "--rpc-modules",
+  "eth,net,web3,rpc,txpool,nodex,evm,personal,mnr,hardhat,anvil,debug",
+];
 const TARGETS = [
   {
     id: "nodex",
@@ -79,14 +89,7 @@ const TARGETS = [
     network: "localhost",
     urlEnv: "LOCALHOST_URL",
     server: nodexServer({
-      extraArgs: [
-        "--client-version",
-        "HardhatNetwork/nodex",
-        "--coinbase",
-        COINBASE,
-        "--rpc-modules",
-        "eth,net,web3,rpc,txpool,nodex,evm,personal,mnr,hardhat,anvil,debug",
-      ],
+      extraArgs: NODEX_ARGS,
     }),
   },
   {
@@ -95,14 +98,7 @@ const TARGETS = [
     network: "nodex",
     urlEnv: "NODEX_URL",
     server: nodexServer({
-      extraArgs: [
-        "--client-version",
-        "HardhatNetwork/nodex",
-        "--coinbase",
-        COINBASE,
-        "--rpc-modules",
-        "eth,net,web3,rpc,txpool,nodex,evm,personal,mnr,hardhat,anvil,debug",
-      ],
+      extraArgs: NODEX_ARGS,
     }),
   },
   { id: "hardhat", label: "Hardhat in-process", network: "hardhat" },

@@ -87,6 +87,19 @@ function encodeStateEdits(edits: StateEdits): Uint8Array {
   return out;
 }
 
+/** The write that records `edits`. */
+function stateEditsWrite(edits: StateEdits): WriteOp {
+  return { type: "put", bucket: Bucket.META, key: STATE_EDITS_KEY, value: encodeStateEdits(edits) };
+}
+
+/** `edits` with the state after `header` now at `root` (no edit when it is its own root). */
+function withEdit(edits: StateEdits, header: BlockHeader, root: Uint8Array): StateEdits {
+  const next = new Map(edits);
+  if (equalBytes(root, header.stateRoot)) next.delete(bytesToHex(header.stateRoot));
+  else next.set(bytesToHex(header.stateRoot), root);
+  return next;
+}
+
 function decodeStateEdits(bytes: Uint8Array | undefined): Map<string, Uint8Array> {
   const edits = new Map<string, Uint8Array>();
   if (bytes === undefined) return edits;
@@ -470,13 +483,8 @@ export class Chain {
       const state = await WorldState.open(store, this.stateRootOf(header));
       await edit(state);
       const root = await state.commit();
-      const edits = new Map(this.#stateEdits);
-      if (equalBytes(root, header.stateRoot)) edits.delete(bytesToHex(header.stateRoot));
-      else edits.set(bytesToHex(header.stateRoot), root);
-      await this.#db.write([
-        ...store.takeWrites([root]),
-        { type: "put", bucket: Bucket.META, key: STATE_EDITS_KEY, value: encodeStateEdits(edits) },
-      ]);
+      const edits = withEdit(this.#stateEdits, header, root);
+      await this.#db.write([...store.takeWrites([root]), stateEditsWrite(edits)]);
       store.confirmWrites();
       this.#stateEdits = edits;
       this.#production.dropHeadState();
@@ -518,16 +526,8 @@ export class Chain {
     return this.#enqueue(async () => {
       this.#db.checkWritable();
       const ops = await stateDumpWrites(this.#db, file);
-      const header = this.#head.block.header;
-      const edits = new Map(this.#stateEdits);
-      if (equalBytes(file.root, header.stateRoot)) edits.delete(bytesToHex(header.stateRoot));
-      else edits.set(bytesToHex(header.stateRoot), file.root);
-      ops.push({
-        type: "put",
-        bucket: Bucket.META,
-        key: STATE_EDITS_KEY,
-        value: encodeStateEdits(edits),
-      });
+      const edits = withEdit(this.#stateEdits, this.#head.block.header, file.root);
+      ops.push(stateEditsWrite(edits));
       await this.#db.write(ops);
       // What the cache remembered as absent may be there now.
       this.#nodes.clear();
@@ -893,14 +893,7 @@ export class Chain {
       )),
     );
     ops.push({ type: "put", bucket: Bucket.META, key: HEAD_KEY, value: target.hash });
-    if (edits.size > 0 || this.#stateEdits.size > 0) {
-      ops.push({
-        type: "put",
-        bucket: Bucket.META,
-        key: STATE_EDITS_KEY,
-        value: encodeStateEdits(edits),
-      });
-    }
+    if (edits.size > 0 || this.#stateEdits.size > 0) ops.push(stateEditsWrite(edits));
     await this.#db.write(ops);
     this.#stateEdits = new Map(edits);
     for (const block of removed) {
