@@ -111,13 +111,12 @@ describe("the Hardhat project against nodex --regtest", () => {
       throw new Error(hook.err.stack ?? hook.err.message ?? "the hook failed");
     });
   }
+  // The project skips nothing: a test mocha left pending (`it.skip`, no body) fails here.
   const pending = new Set(report.pending.map((t) => t.fullTitle));
   for (const test of report.tests) {
-    if (pending.has(test.fullTitle)) {
-      it.skip(name(test), () => {});
-      continue;
-    }
     it(name(test), () => {
+      if (pending.has(test.fullTitle))
+        throw new Error("the Hardhat project leaves this test pending: run it or remove it");
       if (test.err.message !== undefined) {
         const error = new Error(test.err.message);
         error.stack = test.err.stack ?? test.err.message;
