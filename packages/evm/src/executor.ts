@@ -707,18 +707,15 @@ export class Executor {
       evm.journal.cleanJournal();
       context.overlay.reset();
       this.#warm(evm, fromBytes, req.to, block.coinbase);
-      const caller = new EJSAddress(fromBytes);
-      const result = await evm.runCall({
-        block: evmBlock(block, this.#baseFee(block), this.#blobBaseFee(block)),
-        gasPrice: req.gasPrice ?? 0n,
-        caller,
-        origin: caller,
-        gasLimit: gas - intrinsic,
-        ...(req.to === null ? {} : { to: new EJSAddress(req.to) }),
+      const result = await this.#runCallRequest(
+        evm,
+        block,
+        req,
+        fromBytes,
+        gas - intrinsic,
         value,
         data,
-        skipBalance: true,
-      });
+      );
       if (consoleCalls !== undefined) this.#tellConsole(consoleCalls.calls, undefined);
       const error = result.execResult.exceptionError?.error;
       return {
@@ -796,20 +793,9 @@ export class Executor {
         reader,
       );
       const attached = attachTracer(evm, tracer, reader);
-      const caller = new EJSAddress(from);
       let result: EVMResult;
       try {
-        result = await evm.runCall({
-          block: evmBlock(block, this.#baseFee(block), this.#blobBaseFee(block)),
-          gasPrice: req.gasPrice ?? 0n,
-          caller,
-          origin: caller,
-          gasLimit: gas - intrinsic,
-          ...(req.to === null ? {} : { to: new EJSAddress(req.to) }),
-          value,
-          data,
-          skipBalance: true,
-        });
+        result = await this.#runCallRequest(evm, block, req, from, gas - intrinsic, value, data);
       } finally {
         attached.detach();
       }
@@ -840,6 +826,30 @@ export class Executor {
   }
 
   /** The block's base fee under Ethereum's fee rules; none (0) under the chain's. */
+  /** A call's message on the library, the sender's balance not checked (as `eth_call` runs). */
+  #runCallRequest(
+    evm: EVM,
+    block: BlockContext,
+    req: CallRequest,
+    from: Uint8Array,
+    gasLimit: bigint,
+    value: bigint,
+    data: Uint8Array,
+  ): Promise<EVMResult> {
+    const caller = new EJSAddress(from);
+    return evm.runCall({
+      block: evmBlock(block, this.#baseFee(block), this.#blobBaseFee(block)),
+      gasPrice: req.gasPrice ?? 0n,
+      caller,
+      origin: caller,
+      gasLimit,
+      ...(req.to === null ? {} : { to: new EJSAddress(req.to) }),
+      value,
+      data,
+      skipBalance: true,
+    });
+  }
+
   #baseFee(block: BlockContext): bigint {
     return this.#ethereumFees ? (block.baseFeePerGas ?? 0n) : 0n;
   }

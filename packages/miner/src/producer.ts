@@ -306,13 +306,11 @@ export class BlockProducer implements PendingSource {
       this.#timeOffset = time - nowSeconds();
     }
     if (time === undefined && this.#timeOffset !== 0n) time = nowSeconds() + this.#timeOffset;
-    return time === undefined
-      ? gasLimit === undefined
-        ? { coinbase }
-        : { coinbase, gasLimit }
-      : gasLimit === undefined
-        ? { coinbase, timestamp: time }
-        : { coinbase, timestamp: time, gasLimit };
+    return {
+      coinbase,
+      ...(time === undefined ? {} : { timestamp: time }),
+      ...(gasLimit === undefined ? {} : { gasLimit }),
+    };
   }
 
   // The pending block, for the chain reader.

@@ -1,5 +1,5 @@
 import { RLP } from "@ethereumjs/rlp";
-import { bytesToHex, equalBytes, keccak256 } from "@nodex/types";
+import { bytesToHex, equalBytes, hexToBytes, keccak256 } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
@@ -26,20 +26,13 @@ export interface StateDump {
 export async function dumpState(db: Database, root: Uint8Array): Promise<StateDump> {
   const nodes: Uint8Array[] = [];
   const codes: Uint8Array[] = [];
-  const seen = new Set<string>();
-  const codeHashes = new Set<string>();
-  await walk(
-    db,
-    root,
-    async (bytes, decoded, kind) => {
-      nodes.push(bytes);
-      if (kind !== "account") return;
-      forEachLeafAccount(decoded, (codeHash) => codeHashes.add(bytesToHex(codeHash)));
-    },
-    seen,
-  );
-  for (const hex of codeHashes) {
-    const hash = Uint8Array.from(Buffer.from(hex.slice(2), "hex"));
+  const codeHashes = new Map<string, Uint8Array>();
+  await walk(db, root, async (bytes, decoded, kind) => {
+    nodes.push(bytes);
+    if (kind !== "account") return;
+    forEachLeafAccount(decoded, (codeHash) => codeHashes.set(bytesToHex(codeHash), codeHash));
+  });
+  for (const [hex, hash] of codeHashes) {
     const code = await db.get(Bucket.TRIE, codeKey(hash));
     if (code === undefined) throw missing(`code ${hex}`);
     codes.push(code);
@@ -73,14 +66,14 @@ export async function stateDumpWrites(db: Database, dump: StateDump): Promise<Wr
   }
   for (const hash of needed) {
     if (codes.has(hash)) continue;
-    const stored = await db.get(Bucket.TRIE, codeKey(hexBytes(hash)));
+    const stored = await db.get(Bucket.TRIE, codeKey(hexToBytes(hash)));
     if (stored === undefined) throw invalid(`the code ${hash} an account names is missing`);
   }
   const ops: WriteOp[] = [];
   for (const [hash, node] of given)
-    ops.push({ type: "put", bucket: Bucket.TRIE, key: hexBytes(hash), value: node });
+    ops.push({ type: "put", bucket: Bucket.TRIE, key: hexToBytes(hash), value: node });
   for (const [hash, code] of codes)
-    ops.push({ type: "put", bucket: Bucket.TRIE, key: codeKey(hexBytes(hash)), value: code });
+    ops.push({ type: "put", bucket: Bucket.TRIE, key: codeKey(hexToBytes(hash)), value: code });
   return ops;
 }
 
@@ -91,17 +84,13 @@ function codeKey(hash: Uint8Array): Uint8Array {
   return key;
 }
 
-function hexBytes(hex: string): Uint8Array {
-  return Uint8Array.from(Buffer.from(hex.slice(2), "hex"));
-}
-
 /** Visits every node reachable from `root` (storage tries included) once. */
 async function walk(
   db: Pick<Database, "get">,
   root: Uint8Array,
   visit: (bytes: Uint8Array, decoded: Decoded, kind: TrieKind) => Promise<void>,
-  seen = new Set<string>(),
 ): Promise<void> {
+  const seen = new Set<string>();
   const stack: { hash: Uint8Array; kind: TrieKind }[] = [{ hash: root, kind: "account" }];
   while (stack.length > 0) {
     const { hash, kind } = stack.pop()!;
@@ -197,7 +186,7 @@ export function decodeStateFile(bytes: Uint8Array): StateFile {
   const hex = (v: unknown, what: string): Uint8Array => {
     if (typeof v !== "string" || !/^0x([0-9a-fA-F]{2})*$/.test(v))
       throw new StateError(StateErrorCode.INVALID_DUMP, `${what} must be 0x hex bytes`);
-    return hexBytes(v);
+    return hexToBytes(v);
   };
   const list = (v: unknown, what: string): Uint8Array[] => {
     if (!Array.isArray(v))

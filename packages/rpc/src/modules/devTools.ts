@@ -4,6 +4,7 @@ import {
   bytesToHex,
   CodecError,
   encodeQuantity,
+  hexToBytes,
   type ModuleName,
   parseAddress,
   parseData,
@@ -54,10 +55,7 @@ const word = {
 };
 
 function leftPad32(hex: string): Uint8Array {
-  const padded = hex.padStart(64, "0");
-  const out = new Uint8Array(32);
-  for (let i = 0; i < 32; i++) out[i] = Number.parseInt(padded.slice(i * 2, i * 2 + 2), 16);
-  return out;
+  return hexToBytes(`0x${hex.padStart(64, "0")}`);
 }
 
 function shown(value: unknown): string {
