@@ -211,7 +211,8 @@ export class Wallet implements WalletService {
     chainId: number,
     passphrase?: string,
   ): Promise<SignedTransaction> {
-    return this.#withKey(address, passphrase, (key) => signTransaction(tx, key, chainId));
+    // The account's address is known: deriving it from the key again costs as much as signing.
+    return this.#withKey(address, passphrase, (key) => signTransaction(tx, key, chainId, address));
   }
 
   async #store(key: Uint8Array, passphrase: string): Promise<Address> {

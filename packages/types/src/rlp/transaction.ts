@@ -172,11 +172,14 @@ export function signingHash(tx: UnsignedTransaction, chainId: number | undefined
 /**
  * Signs for `chainId`: a legacy transaction with EIP-155 replay protection, a typed one in its
  * envelope. A type 2 transaction's `gasPrice` becomes `min(maxPriorityFeePerGas, maxFeePerGas)`.
+ * `from`, when the caller holds the key's address beside it (a wallet), saves deriving it again,
+ * which costs as much as the signature.
  */
 export function signTransaction(
   tx: UnsignedTransaction,
   privateKey: Uint8Array,
   chainId: number,
+  from?: Address,
 ): SignedTransaction {
   const unsigned = withEffectivePrice(tx);
   const sig = secp256k1.Signature.fromBytes(
@@ -186,7 +189,14 @@ export function signTransaction(
     }),
     "recovered",
   );
-  return assemble(unsigned, chainId, sig.recovery!, sig.r, sig.s, privateKeyToAddress(privateKey));
+  return assemble(
+    unsigned,
+    chainId,
+    sig.recovery!,
+    sig.r,
+    sig.s,
+    from ?? privateKeyToAddress(privateKey),
+  );
 }
 
 /**

@@ -72,6 +72,10 @@ describe("legacy transactions", () => {
           const signed = signTransaction(unsigned, account.privateKey, chainId);
           const decoded = decodeTransaction(signed.raw);
           expect(decoded).toEqual(signed);
+          // A wallet passes the address it holds: the same transaction.
+          expect(signTransaction(unsigned, account.privateKey, chainId, account.address)).toEqual(
+            signed,
+          );
           expect(decoded.from).toEqual(account.address);
           expect(decoded.chainId).toBe(chainId);
         },
