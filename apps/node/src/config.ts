@@ -294,7 +294,7 @@ export function parseCommandLine(environment: Environment): Command {
       states: pick<number>("cacheStates") ?? DEFAULT_CACHES.states,
     }),
     mineInterval: pick<number>("mineInterval") ?? 0,
-    rpcWorkerThreads: pick<number>("rpcWorkerThreads") ?? (dev ? 1 : DEFAULT_RPC_WORKER_THREADS),
+    rpcWorkerThreads: pick<number>("rpcWorkerThreads") ?? (dev ? 0 : DEFAULT_RPC_WORKER_THREADS),
     rpcWorkerQueue: pick<number>("rpcWorkerQueue") ?? DEFAULT_RPC_WORKER_QUEUE,
     automine: pick<"on" | "off">("automine") !== "off",
     clientVersion: pick<string>("clientVersion"),

@@ -238,7 +238,7 @@ export const OPTIONS: readonly OptionDef[] = [
     description:
       "worker threads that serve traces (debug_trace*, trace_*) and eth_getLogs, so that they never hold up other requests; 0 serves them on the main thread",
     defaultText:
-      "2 (1 on regtest and devnet: one developer's traces, and one thread less to start)",
+      "2 (0 on regtest and devnet: one developer's traces on the main thread, as development chains serve them, and no thread to start)",
     parse: integer(0, 64, "a number of threads"),
   },
   {
