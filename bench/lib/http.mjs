@@ -24,7 +24,7 @@ export function freePort() {
  * the status, headers, the answer as bytes (`body`) and text (`text`), and its timing: `ms` to
  * the last byte, `firstByteMs` to the first.
  */
-export function post(port, body, timeoutMs = 2000) {
+export function post(port, body, timeoutMs = 2000, path = "/") {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
     let firstByte;
@@ -33,7 +33,7 @@ export function post(port, body, timeoutMs = 2000) {
         host: "127.0.0.1",
         port,
         method: "POST",
-        path: "/",
+        path,
         agent: false,
         headers: {
           "content-type": "application/json",
@@ -69,7 +69,7 @@ export function post(port, body, timeoutMs = 2000) {
   });
 }
 
-export async function waitReady(port, handle, timeoutMs, body = CHAIN_ID_BODY) {
+export async function waitReady(port, handle, timeoutMs, body = CHAIN_ID_BODY, path = "/") {
   const deadline = Date.now() + timeoutMs;
   let last = "no answer";
   while (Date.now() < deadline) {
@@ -82,7 +82,7 @@ export async function waitReady(port, handle, timeoutMs, body = CHAIN_ID_BODY) {
       );
     }
     try {
-      const res = await post(port, body, 1000);
+      const res = await post(port, body, 1000, path);
       if (res.status >= 200 && res.status < 300) return;
       last = `HTTP ${res.status}: ${res.text.slice(0, 200)}`;
     } catch (err) {

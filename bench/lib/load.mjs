@@ -116,13 +116,13 @@ function varying(workload) {
 
 /**
  * One autocannon run: `load` is {connections, duration}; `workload.body` is POSTed, or with
- * `workload.bodies` each in turn (see `varying`).
+ * `workload.bodies` each in turn (see `varying`), to `workload.path` (default `/`).
  */
 export function cannon(port, workload, load, expectBody, latencies) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
-        url: `http://127.0.0.1:${port}/`,
+        url: `http://127.0.0.1:${port}${workload.path ?? "/"}`,
         method: "POST",
         headers: { "content-type": "application/json" },
         ...varying(workload),

@@ -196,7 +196,7 @@ export async function launchServer(server, run, { port, tmp, logFile }) {
   const t0 = Date.now();
   const handle = startChild(spec, logFile);
   try {
-    await waitReady(port, handle, server.readyTimeoutMs);
+    await waitReady(port, handle, server.readyTimeoutMs, undefined, server.path ?? "/");
   } catch (err) {
     const tail = readTail(logFile, 12);
     run.skipped = `did not start: ${err.message}${tail ? `\n${indent(tail, "      | ")}` : ""}`;
