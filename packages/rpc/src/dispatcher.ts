@@ -2,7 +2,7 @@ import type { Logger } from "@nodex/types";
 import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 import { countArrayMembers } from "./json.js";
 import { decodeParams } from "./params.js";
-import type { MethodRegistry } from "./registry.js";
+import type { MethodRegistry, RegisteredMethod } from "./registry.js";
 import { RawJson } from "./results.js";
 import type { CallContext, RPCServices } from "./services.js";
 
@@ -30,6 +30,14 @@ interface ValidCall {
 
 const EMPTY_PARAMS: readonly unknown[] = Object.freeze([]);
 
+/**
+ * Decides per member of a request whether its method runs (a hosted node's key lists and
+ * limits): `undefined` runs it, an error answers it instead.
+ */
+export interface CallGuard {
+  admit(method: RegisteredMethod): RPCError | undefined;
+}
+
 /** Serialized responses: `undefined` means nothing is sent back (notifications only). */
 export type DispatchOutput = string | undefined;
 
@@ -54,13 +62,21 @@ export class Dispatcher {
    * Answers one HTTP body. Synchronous when every method in it is (most are), so the HTTP
    * layer can write the answer without waiting for another turn of the event loop.
    */
-  dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
+  dispatch(
+    body: string,
+    ctx: CallContext,
+    guard?: CallGuard,
+  ): DispatchOutput | Promise<DispatchOutput> {
     const writing = this.#deps.services.chain.writing?.();
-    if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx));
-    return this.#dispatch(body, ctx);
+    if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx, guard));
+    return this.#dispatch(body, ctx, guard);
   }
 
-  #dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
+  #dispatch(
+    body: string,
+    ctx: CallContext,
+    guard: CallGuard | undefined,
+  ): DispatchOutput | Promise<DispatchOutput> {
     // A batch over the limit is refused before it is parsed: counting its members is a scan,
     // parsing builds every one of them. `[0,0]` is the shortest form of two members, so only a
     // body of more than twice the limit can hold too many.
@@ -80,7 +96,7 @@ export class Dispatcher {
     }
     const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
     if (!Array.isArray(parsed)) {
-      const out = this.#handleOne(parsed, ctx, deadline);
+      const out = this.#handleOne(parsed, ctx, deadline, guard);
       return typeof out === "object"
         ? out.then((o) => this.#limitSingle(parsed, o))
         : this.#limitSingle(parsed, out);
@@ -92,7 +108,7 @@ export class Dispatcher {
       );
     }
     if (parsed.length > max) return batchTooLarge(parsed.length, max);
-    const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline));
+    const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline, guard));
     return outs.some((out) => typeof out === "object")
       ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done))
       : this.#joinBatch(parsed, outs as DispatchOutput[]);
@@ -134,6 +150,7 @@ export class Dispatcher {
     req: unknown,
     ctx: CallContext,
     deadline: number,
+    guard: CallGuard | undefined,
   ): DispatchOutput | Promise<DispatchOutput> {
     const call = validateRequest(req);
     if (call instanceof RPCError) return errorResponse(idOf(req), call);
@@ -141,6 +158,9 @@ export class Dispatcher {
     if (this.#debug) this.#log.debug("RPC call", { method: call.method, id: call.id });
     if (found instanceof RPCError)
       return call.notification ? undefined : errorResponse(call.id, found);
+    const refused = guard === undefined ? found.hostedOff : guard.admit(found);
+    if (refused !== undefined)
+      return call.notification ? undefined : errorResponse(call.id, refused);
     let value: unknown;
     try {
       const decoded = decodeParams(found.spec.params, call.params);

@@ -355,6 +355,8 @@ export interface RPCServices {
 export interface CallContext {
   /** True when the node runs with API keys (hosted mode). */
   readonly hosted: boolean;
+  /** The id of the API key the request came with (hosted mode); never the key itself. */
+  readonly keyId?: string;
   /** The WebSocket connection the request came over; absent over HTTP. */
   readonly connection?: SubscriptionHost;
 }
