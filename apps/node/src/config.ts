@@ -266,6 +266,15 @@ export function parseCommandLine(environment: Environment): Command {
   const keylessRate = pick<number>("rpcKeylessRate");
   const keylessDaily = pick<number>("rpcKeylessDaily");
   const weights = pick<[string, number][]>("rpcMethodWeights");
+  const budgets = Object.fromEntries(
+    (
+      [
+        ["call", pick<number>("rpcBudgetCallMs")],
+        ["logs", pick<number>("rpcBudgetLogsMs")],
+        ["trace", pick<number>("rpcBudgetTraceMs")],
+      ] as const
+    ).filter(([, ms]) => ms !== undefined),
+  );
   const givenGasLimit = pick<bigint>("blockGasLimit");
   const rpc: RPCOptions = {
     host: pick<string>("rpcHost") ?? defaultRPCOptions.host,
@@ -286,6 +295,7 @@ export function parseCommandLine(environment: Environment): Command {
           }),
         }),
     ...(weights === undefined ? {} : { methodWeights: Object.freeze(Object.fromEntries(weights)) }),
+    ...(Object.keys(budgets).length === 0 ? {} : { budgets: Object.freeze(budgets) }),
     corsOrigins: unique(pick<string[]>("rpcCorsOrigins") ?? (dev ? ["*"] : [])),
     maxBodyBytes: pick<number>("rpcMaxBodyBytes") ?? defaultRPCOptions.maxBodyBytes,
     maxBatchSize: pick<number>("rpcMaxBatchSize") ?? defaultRPCOptions.maxBatchSize,

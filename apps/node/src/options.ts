@@ -290,6 +290,36 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 3_600_000, "a time in milliseconds"),
   },
   {
+    key: "rpcBudgetCallMs",
+    flag: "--rpc-budget-call-ms",
+    env: "NODEX_RPC_BUDGET_CALL_MS",
+    valueName: "MS",
+    description:
+      "time budget of eth_call, eth_estimateGas and eth_createAccessList, in milliseconds: past it the request is answered -32011 (request timed out)",
+    defaultText: "the request's time limit (--rpc-timeout-ms)",
+    parse: integer(1, 3_600_000, "a time in milliseconds"),
+  },
+  {
+    key: "rpcBudgetLogsMs",
+    flag: "--rpc-budget-logs-ms",
+    env: "NODEX_RPC_BUDGET_LOGS_MS",
+    valueName: "MS",
+    description:
+      "time budget of eth_getLogs, eth_getFilterLogs and eth_getFilterChanges, in milliseconds: past it the request is answered -32011 (request timed out)",
+    defaultText: "the request's time limit (--rpc-timeout-ms)",
+    parse: integer(1, 3_600_000, "a time in milliseconds"),
+  },
+  {
+    key: "rpcBudgetTraceMs",
+    flag: "--rpc-budget-trace-ms",
+    env: "NODEX_RPC_BUDGET_TRACE_MS",
+    valueName: "MS",
+    description:
+      "time budget of debug_trace* and trace_*, in milliseconds: past it the request is answered -32011 (request timed out) and its tracers stop",
+    defaultText: "the request's time limit (--rpc-timeout-ms)",
+    parse: integer(1, 3_600_000, "a time in milliseconds"),
+  },
+  {
     key: "rpcWorkerThreads",
     flag: "--rpc-worker-threads",
     env: "NODEX_RPC_WORKER_THREADS",

@@ -1,6 +1,7 @@
 import type { Logger } from "@nodex/types";
 import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 import { countArrayMembers } from "./json.js";
+import { type MethodClass, methodClass } from "./methodClass.js";
 import { decodeParams } from "./params.js";
 import type { MethodRegistry, RegisteredMethod } from "./registry.js";
 import { RawJson } from "./results.js";
@@ -13,7 +14,15 @@ export interface DispatcherOptions {
   readonly maxResponseBytes: number;
   /** Time limit of one dispatch in milliseconds; 0 means none. */
   readonly timeoutMs: number;
+  /** Time budgets of method classes, in milliseconds, within `timeoutMs`. */
+  readonly budgets?: Partial<Record<MethodClass, number>>;
 }
+
+const CLASS_NAMES: Readonly<Record<MethodClass, string>> = {
+  call: "calls",
+  logs: "log queries",
+  trace: "traces",
+};
 
 export interface DispatcherDeps {
   readonly registry: MethodRegistry;
@@ -174,7 +183,21 @@ export class Dispatcher {
       return this.#failure(call, err);
     }
     if (value instanceof Promise) {
-      return withDeadline(value, deadline, call.method).then(
+      let until = deadline;
+      let limit = "the time limit";
+      const budgets = this.#opts.budgets;
+      if (budgets !== undefined) {
+        const cls = methodClass(call.method);
+        const ms = cls === undefined ? undefined : budgets[cls];
+        if (cls !== undefined && ms !== undefined && ms > 0) {
+          const end = Date.now() + ms;
+          if (until === 0 || end < until) {
+            until = end;
+            limit = `its time budget of ${ms} ms (${CLASS_NAMES[cls]})`;
+          }
+        }
+      }
+      return withDeadline(value, until, call.method, limit).then(
         (v) => this.#success(call, found.spec.result, v),
         (err: unknown) => this.#failure(call, err),
       );
@@ -260,7 +283,12 @@ function byteLength(s: string): number {
   return Buffer.byteLength(s, "utf8");
 }
 
-function withDeadline<T>(promise: Promise<T>, deadline: number, method: string): Promise<T> {
+function withDeadline<T>(
+  promise: Promise<T>,
+  deadline: number,
+  method: string,
+  limit: string,
+): Promise<T> {
   if (deadline === 0) return promise;
   const remaining = deadline - Date.now();
   return new Promise<T>((resolve, reject) => {
@@ -269,7 +297,7 @@ function withDeadline<T>(promise: Promise<T>, deadline: number, method: string):
         reject(
           new RPCError(
             RPCErrorCode.LIMIT_EXCEEDED,
-            `request timed out: ${method} ran over the time limit`,
+            `request timed out: ${method} ran over ${limit}`,
           ),
         ),
       Math.max(0, remaining),

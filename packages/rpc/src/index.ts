@@ -72,6 +72,7 @@ export {
   utcDay,
   writeUsageFile,
 } from "./limits.js";
+export { type MethodClass, methodClass } from "./methodClass.js";
 export { parseTraceConfig, type TraceConfig, type TraceLimits } from "./modules/debug.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
 export { MAX_TRACES_PER_REQUEST, parseTraceFilter, type TraceFilter } from "./modules/trace.js";

@@ -78,7 +78,8 @@ export class TokenBucket {
 
 interface Counter {
   bucket: TokenBucket | undefined;
-  day: string;
+  /** Days since the epoch (UTC). */
+  day: number;
   units: number;
   lastUsed: number;
 }
@@ -88,10 +89,10 @@ export function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 
+const DAY_MS = 86_400_000;
+
 function secondsToNextDay(now: number): number {
-  const next = new Date(now);
-  next.setUTCHours(24, 0, 0, 0);
-  return Math.max(1, Math.ceil((next.getTime() - now) / 1000));
+  return Math.max(1, Math.ceil(((Math.floor(now / DAY_MS) + 1) * DAY_MS - now) / 1000));
 }
 
 /** The limit counters in this process's memory. */
@@ -100,7 +101,7 @@ export class MemoryLimitStore implements LimitStore {
 
   take(scope: string, cost: number, limits: Limits, now: number): LimitRefusal | undefined {
     let c = this.#counters.get(scope);
-    const day = utcDay(now);
+    const day = Math.floor(now / DAY_MS);
     if (c === undefined) {
       c = { bucket: undefined, day, units: 0, lastUsed: 0 };
       this.#counters.set(scope, c);
@@ -123,18 +124,20 @@ export class MemoryLimitStore implements LimitStore {
 
   usage(scope: string): ScopeUsage | undefined {
     const c = this.#counters.get(scope);
-    return c === undefined ? undefined : { day: c.day, unitsToday: c.units, lastUsed: c.lastUsed };
+    return c === undefined
+      ? undefined
+      : { day: utcDay(c.day * DAY_MS), unitsToday: c.units, lastUsed: c.lastUsed };
   }
 
   *entries(): Iterable<readonly [string, ScopeUsage]> {
     for (const [scope, c] of this.#counters)
-      yield [scope, { day: c.day, unitsToday: c.units, lastUsed: c.lastUsed }];
+      yield [scope, { day: utcDay(c.day * DAY_MS), unitsToday: c.units, lastUsed: c.lastUsed }];
   }
 
   seed(scope: string, usage: ScopeUsage): void {
     this.#counters.set(scope, {
       bucket: undefined,
-      day: usage.day,
+      day: Math.floor(Date.parse(`${usage.day}T00:00:00Z`) / DAY_MS),
       units: usage.unitsToday,
       lastUsed: usage.lastUsed,
     });

@@ -1,6 +1,7 @@
 import type { ModuleName } from "@nodex/types";
 import type { FilterOptions } from "./filters.js";
 import type { Limits } from "./limits.js";
+import type { MethodClass } from "./methodClass.js";
 import type { SubscriptionOptions } from "./subscriptions.js";
 import type { WsOptions } from "./ws/hub.js";
 
@@ -25,6 +26,11 @@ export interface RPCOptions {
    * client address; absent: they are refused (401).
    */
   readonly keyless?: Limits;
+  /**
+   * Time budgets of method classes in milliseconds (`METHOD_CLASSES`), within `timeoutMs`:
+   * past it the request is answered -32011 and, for traces, the tracers stop.
+   */
+  readonly budgets?: Partial<Record<MethodClass, number>>;
   /** Origins allowed by CORS: `*`, a list of origins, or none (no CORS headers). */
   readonly corsOrigins: readonly string[];
   /**

@@ -139,8 +139,13 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   if (reader !== undefined && tracing !== undefined) {
     // Tracers stop at the request's time budget instead of running on after its answer, and
     // struct logs stop growing past what the answer may hold.
+    const traceBudget = opts.budgets?.trace;
     const limits = {
-      timeoutMs,
+      // The tracers stop at the traces' budget when it is the sooner end.
+      timeoutMs:
+        traceBudget !== undefined && traceBudget > 0 && (timeoutMs === 0 || traceBudget < timeoutMs)
+          ? traceBudget
+          : timeoutMs,
       structLogBytes:
         opts.maxResponseBytes > 0
           ? Math.min(opts.maxResponseBytes, STRUCT_LOG_LIMIT_BYTES)
@@ -182,6 +187,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       maxBatchSize: opts.maxBatchSize,
       maxResponseBytes: opts.maxResponseBytes,
       timeoutMs,
+      ...(opts.budgets === undefined ? {} : { budgets: opts.budgets }),
     },
     { registry, services: deps.services, logger: log },
   );

@@ -368,3 +368,35 @@ describe("--api-key-file", () => {
     );
   });
 });
+
+describe("time budgets of method classes", () => {
+  it("stops a trace at the traces' budget, and says so", async () => {
+    const node = await startNode({
+      args: ["--rpc-modules", "eth,net,web3,rpc,debug", "--rpc-budget-trace-ms", "50"],
+    });
+    try {
+      // Creation code that loops until its 30,000,000 gas run out: far more than 50 ms of
+      // tracing. The tracer's own error says that it stopped, not only that the answer left.
+      const loop = { data: "0x5b600056", gas: "0x1c9c380" };
+      for (const config of [{ tracer: "callTracer" }, {}]) {
+        const res = await send(node.url, req("debug_traceCall", [loop, "latest", config]));
+        expect(res.json).toEqual({
+          jsonrpc: "2.0",
+          id: 7,
+          error: { code: -32011, message: "the trace ran over the request's time limit" },
+        });
+      }
+      // Other classes keep their own (here: no) budget.
+      const call = await send(node.url, req("eth_call", [{ data: "0x00" }, "latest"]));
+      expect(call.json).toEqual({ jsonrpc: "2.0", id: 7, result: "0x" });
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("refuses a budget that is not a time", async () => {
+    const res = await runCli(["--regtest", "--rpc-budget-logs-ms", "soon"]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain("invalid value for --rpc-budget-logs-ms");
+  });
+});
