@@ -100,6 +100,8 @@ export interface NodeConfig {
   readonly rpcWorkerThreads: number;
   /** Traces and log queries that may wait for a worker thread (`--rpc-worker-queue`). */
   readonly rpcWorkerQueue: number;
+  /** `--txpool-key-share`: transactions one API key may have in the pool (hosted mode). */
+  readonly txpoolKeyShare: number | undefined;
   /** `--api-key-file`: keys a deployment tool provisions, followed while the node runs. */
   readonly apiKeyFile: string | undefined;
   /** Where each setting came from, for the start-up log. */
@@ -340,6 +342,7 @@ export function parseCommandLine(environment: Environment): Command {
     mineInterval: pick<number>("mineInterval") ?? 0,
     rpcWorkerThreads: pick<number>("rpcWorkerThreads") ?? (dev ? 1 : DEFAULT_RPC_WORKER_THREADS),
     rpcWorkerQueue: pick<number>("rpcWorkerQueue") ?? DEFAULT_RPC_WORKER_QUEUE,
+    txpoolKeyShare: pick<number>("txpoolKeyShare"),
     apiKeyFile: ((file) =>
       file === undefined ? undefined : expandHome(file, home, environment.cwd ?? "."))(
       pick<string>("apiKeyFile"),

@@ -236,6 +236,16 @@ export const OPTIONS: readonly OptionDef[] = [
     },
   },
   {
+    key: "txpoolKeyShare",
+    flag: "--txpool-key-share",
+    env: "NODEX_TXPOOL_KEY_SHARE",
+    valueName: "N",
+    description:
+      "hosted mode: transactions one API key (or all keyless senders together) may have waiting in the pool; past it eth_sendRawTransaction answers -32010. Key holders' transactions also meet the pool's global limits, as those of peers do",
+    defaultText: "512 (a tenth of the pool's 5120 pending slots)",
+    parse: integer(1, 1_000_000, "a number of transactions"),
+  },
+  {
     key: "rpcCorsOrigins",
     flag: "--rpc-cors",
     env: "NODEX_RPC_CORS",

@@ -126,6 +126,7 @@ export type {
   TransactionService,
   WalletService,
 } from "./services.js";
+export { hostedOwner } from "./services.js";
 export {
   DEFAULT_SUBSCRIPTION_OPTIONS,
   type NotificationSink,

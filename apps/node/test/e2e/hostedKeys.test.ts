@@ -1,6 +1,7 @@
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningNode, runCli, send, startNode } from "./helpers/node.js";
 import { connect } from "./helpers/ws.js";
@@ -399,4 +400,51 @@ describe("time budgets of method classes", () => {
     expect(res.code).toBe(2);
     expect(res.stderr).toContain("invalid value for --rpc-budget-logs-ms");
   });
+});
+
+describe("the pool's share of a key", () => {
+  it("holds a key's waiting transactions to --txpool-key-share, and no other key's", async () => {
+    const node = await startNode({
+      args: ["--hosted", "--txpool-key-share", "2", "--no-automine"],
+    });
+    try {
+      const a = await create(node.datadir, "--name", "a");
+      const b = await create(node.datadir, "--name", "b");
+      for (const k of [a, b])
+        await until("the key", async () =>
+          (await status(node.url, k.key)) === 200 ? true : undefined,
+        );
+      // Development accounts 0 to 2: each sends from its own address.
+      const wallets = [
+        "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+        "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+        "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+      ].map((k) => new Wallet(k));
+      const raw = (w: Wallet) =>
+        w.signTransaction({
+          to: "0x000000000000000000000000000000000000abcd",
+          value: 1n,
+          gasLimit: 21_000n,
+          gasPrice: 0n,
+          nonce: 0,
+          chainId: 33,
+          type: 0,
+        });
+      const sendRaw = async (key: string, w: Wallet) =>
+        (await send(node.url, req("eth_sendRawTransaction", [await raw(w)]), { path: `/${key}` }))
+          .json as { result?: string; error?: { code: number; message: string } };
+      expect((await sendRaw(a.key, wallets[0]!)).result).toMatch(/^0x[0-9a-f]{64}$/);
+      expect((await sendRaw(a.key, wallets[1]!)).result).toMatch(/^0x[0-9a-f]{64}$/);
+      expect((await sendRaw(a.key, wallets[2]!)).error).toEqual({
+        code: -32010,
+        message:
+          "transaction pool is full for this API key: it has 2 transactions waiting (the share of one key is 2)",
+      });
+      expect((await sendRaw(b.key, wallets[2]!)).result).toMatch(/^0x[0-9a-f]{64}$/);
+      const pool = await send(node.url, req("txpool_status"), { path: `/${b.key}` });
+      expect((pool.json as { result: unknown }).result).toEqual({ pending: 3, queued: 0 });
+    } finally {
+      await node.stop();
+    }
+  }, 120_000);
 });
