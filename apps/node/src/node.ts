@@ -178,8 +178,10 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       if (hosted) {
         // What `nodex keys list` shows of each key's use; written by the node alone.
         let written = "";
+        let ticks = 0;
         const write = () => {
-          const now = JSON.stringify([...limits.entries()]);
+          if (++ticks % 60 === 0) limits.prune(Date.now());
+          const now = JSON.stringify([...limits.entries()].filter(([s]) => s.startsWith("key:")));
           if (now === written) return;
           try {
             writeUsageFile(usagePath, limits);

@@ -134,6 +134,20 @@ export class MemoryLimitStore implements LimitStore {
       yield [scope, { day: utcDay(c.day * DAY_MS), unitsToday: c.units, lastUsed: c.lastUsed }];
   }
 
+  /**
+   * Forgets the counters of client addresses (`ip:` scopes) idle for `idleMs` that count no
+   * units today (their bucket has long refilled): addresses come and go, and their counters with
+   * them. Those of keys stay: they hold the key's last use.
+   */
+  prune(now: number, idleMs = 10 * 60_000): void {
+    const today = Math.floor(now / DAY_MS);
+    for (const [scope, c] of this.#counters) {
+      if (!scope.startsWith("ip:")) continue;
+      if (now - c.lastUsed > idleMs && (c.day !== today || c.units === 0))
+        this.#counters.delete(scope);
+    }
+  }
+
   seed(scope: string, usage: ScopeUsage): void {
     this.#counters.set(scope, {
       bucket: undefined,

@@ -95,6 +95,20 @@ describe("MemoryLimitStore", () => {
     expect(s.take("k", 10, { daily: 30 }, now)?.limit).toBe("daily");
   });
 
+  it("forgets idle counters that count nothing today, and keeps today's", () => {
+    const s = new MemoryLimitStore();
+    const day = Date.UTC(2026, 0, 1, 12);
+    s.take("ip:1.1.1.1", 10, { rate: 10 }, day);
+    s.take("ip:2.2.2.2", 10, { rate: 10 }, day + 3_600_000);
+    s.take("key:k", 10, {}, day);
+    s.prune(day + 3_600_000 + 1000);
+    expect(s.usage("ip:1.1.1.1")?.unitsToday).toBe(10);
+    s.prune(Date.UTC(2026, 0, 2, 0, 30));
+    expect(s.usage("ip:1.1.1.1")).toBeUndefined();
+    expect(s.usage("ip:2.2.2.2")).toBeUndefined();
+    expect(s.usage("key:k")?.lastUsed).toBe(day);
+  });
+
   it("writes and reads back the usage of key scopes only", () => {
     const s = new MemoryLimitStore();
     s.take("key:key_1", 10, {}, 5);
