@@ -348,6 +348,8 @@ function staleLock(lock: string): boolean {
 
 /** How often a watched file's metadata is read, in case `fs.watch` misses a change. */
 export const KEY_FILE_POLL_MS = 250;
+/** How long a changed file must stay the same before it is read. */
+const SETTLE_MS = 100;
 
 /**
  * A key file the node follows while it runs: read at start (`load` throws when it is bad),
@@ -363,6 +365,9 @@ export class WatchedKeyFile implements KeyStore {
   #byDigest = new Map<string, ApiKeyRecord>();
   #active = 0;
   #stamp = "";
+  /** A change seen and not read yet: read once it has stayed the same for `SETTLE_MS`. */
+  #seen = "";
+  #settle: NodeJS.Timeout | undefined;
   #timer: NodeJS.Timeout | undefined;
   #watcher: ReturnType<typeof watch> | undefined;
 
@@ -415,11 +420,25 @@ export class WatchedKeyFile implements KeyStore {
 
   close(): void {
     clearInterval(this.#timer);
+    clearTimeout(this.#settle);
     this.#watcher?.close();
   }
 
+  /**
+   * A file written in place (not renamed over) is seen half written: a change is read once the
+   * file has stayed the same for `SETTLE_MS`, so that a half-written file never replaces the keys.
+   */
   #check(): void {
-    if (stampOf(this.path) !== this.#stamp) this.#read(false);
+    const stamp = stampOf(this.path);
+    if (stamp === this.#stamp) return;
+    if (stamp !== this.#seen) {
+      this.#seen = stamp;
+      clearTimeout(this.#settle);
+      this.#settle = setTimeout(() => this.#check(), SETTLE_MS);
+      this.#settle.unref();
+      return;
+    }
+    this.#read(false);
   }
 
   #read(first: boolean): void {
