@@ -100,6 +100,10 @@ export interface NodeConfig {
   readonly rpcWorkerThreads: number;
   /** Traces and log queries that may wait for a worker thread (`--rpc-worker-queue`). */
   readonly rpcWorkerQueue: number;
+  /** `--txpool-key-share`: transactions one API key may have in the pool (hosted mode). */
+  readonly txpoolKeyShare: number | undefined;
+  /** `--api-key-file`: keys a deployment tool provisions, followed while the node runs. */
+  readonly apiKeyFile: string | undefined;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
 }
@@ -156,8 +160,27 @@ export interface MineCommand {
   readonly pollMs: number;
 }
 
+/** `nodex keys create|list|revoke`: the API key registry of a datadir. */
+export type KeysCommand = {
+  readonly kind: "keys";
+  readonly config: NodeConfig;
+} & (
+  | {
+      readonly action: "create";
+      readonly name: string;
+      readonly rate: number | undefined;
+      readonly daily: number | undefined;
+      readonly methods: readonly string[] | undefined;
+      readonly deny: readonly string[] | undefined;
+      readonly allow: readonly string[] | undefined;
+    }
+  | { readonly action: "list"; readonly json: boolean }
+  | { readonly action: "revoke"; readonly id: string }
+);
+
 export type Command =
   | { readonly kind: "run"; readonly config: NodeConfig }
+  | KeysCommand
   | ExportCommand
   | ImportCommand
   | MineCommand
@@ -242,6 +265,18 @@ export function parseCommandLine(environment: Environment): Command {
       : expandHome(datadirText, home, environment.cwd ?? ".");
 
   const wsPort = pick<number>("wsPort");
+  const keylessRate = pick<number>("rpcKeylessRate");
+  const keylessDaily = pick<number>("rpcKeylessDaily");
+  const weights = pick<[string, number][]>("rpcMethodWeights");
+  const budgets = Object.fromEntries(
+    (
+      [
+        ["call", pick<number>("rpcBudgetCallMs")],
+        ["logs", pick<number>("rpcBudgetLogsMs")],
+        ["trace", pick<number>("rpcBudgetTraceMs")],
+      ] as const
+    ).filter(([, ms]) => ms !== undefined),
+  );
   const givenGasLimit = pick<bigint>("blockGasLimit");
   const rpc: RPCOptions = {
     host: pick<string>("rpcHost") ?? defaultRPCOptions.host,
@@ -252,6 +287,17 @@ export function parseCommandLine(environment: Environment): Command {
     ),
     apiKeys: unique(pick<string[]>("apiKeys") ?? []),
     hostedAllow: unique(pick<string[]>("rpcHostedAllow") ?? []),
+    hosted: pick<"on" | "off">("hosted") === "on",
+    ...(keylessRate === undefined && keylessDaily === undefined
+      ? {}
+      : {
+          keyless: Object.freeze({
+            ...(keylessRate === undefined ? {} : { rate: keylessRate }),
+            ...(keylessDaily === undefined ? {} : { daily: keylessDaily }),
+          }),
+        }),
+    ...(weights === undefined ? {} : { methodWeights: Object.freeze(Object.fromEntries(weights)) }),
+    ...(Object.keys(budgets).length === 0 ? {} : { budgets: Object.freeze(budgets) }),
     corsOrigins: unique(pick<string[]>("rpcCorsOrigins") ?? (dev ? ["*"] : [])),
     maxBodyBytes: pick<number>("rpcMaxBodyBytes") ?? defaultRPCOptions.maxBodyBytes,
     maxBatchSize: pick<number>("rpcMaxBatchSize") ?? defaultRPCOptions.maxBatchSize,
@@ -296,6 +342,11 @@ export function parseCommandLine(environment: Environment): Command {
     mineInterval: pick<number>("mineInterval") ?? 0,
     rpcWorkerThreads: pick<number>("rpcWorkerThreads") ?? (dev ? 0 : DEFAULT_RPC_WORKER_THREADS),
     rpcWorkerQueue: pick<number>("rpcWorkerQueue") ?? DEFAULT_RPC_WORKER_QUEUE,
+    txpoolKeyShare: pick<number>("txpoolKeyShare"),
+    apiKeyFile: ((file) =>
+      file === undefined ? undefined : expandHome(file, home, environment.cwd ?? "."))(
+      pick<string>("apiKeyFile"),
+    ),
     automine: pick<"on" | "off">("automine") !== "off",
     clientVersion: pick<string>("clientVersion"),
     stateFile: pick<string>("stateFile"),
@@ -440,7 +491,8 @@ function commandOf(
   parsed: ParsedArgv,
   config: NodeConfig,
   environment: Environment,
-): ExportCommand | ImportCommand | MineCommand {
+): ExportCommand | ImportCommand | MineCommand | KeysCommand {
+  if (command.name === "keys") return keysCommandOf(parsed, config);
   if (command.name === "mine") {
     if (parsed.operands.length > 0)
       throw new UsageError(`unexpected argument ${JSON.stringify(parsed.operands[0])}`);
@@ -475,6 +527,53 @@ function commandOf(
     to,
     force: parsed.commandValues.get("--force") === true,
   });
+}
+
+function keysCommandOf(parsed: ParsedArgv, config: NodeConfig): KeysCommand {
+  const [action, operand, extra] = parsed.operands;
+  const v = parsed.commandValues;
+  const only = (allowed: readonly string[]) => {
+    for (const flag of v.keys())
+      if (!allowed.includes(flag))
+        throw new UsageError(`option ${flag} does not apply to nodex keys ${action}`);
+  };
+  if (action === "create") {
+    if (operand !== undefined)
+      throw new UsageError(`unexpected argument ${JSON.stringify(operand)}`);
+    only(["--name", "--rate", "--daily", "--methods", "--deny", "--allow"]);
+    const name = v.get("--name") as string | undefined;
+    if (name === undefined) throw new UsageError("nodex keys create needs --name NAME");
+    if (v.has("--methods") && v.has("--deny"))
+      throw new UsageError("--methods and --deny contradict each other: give one");
+    return Object.freeze({
+      kind: "keys",
+      config,
+      action,
+      name,
+      rate: v.get("--rate") as number | undefined,
+      daily: v.get("--daily") as number | undefined,
+      methods: v.get("--methods") as string[] | undefined,
+      deny: v.get("--deny") as string[] | undefined,
+      allow: v.get("--allow") as string[] | undefined,
+    });
+  }
+  if (action === "list") {
+    if (operand !== undefined)
+      throw new UsageError(`unexpected argument ${JSON.stringify(operand)}`);
+    only(["--json"]);
+    return Object.freeze({ kind: "keys", config, action, json: v.get("--json") === true });
+  }
+  if (action === "revoke") {
+    only([]);
+    if (operand === undefined) throw new UsageError("nodex keys revoke needs the ID of a key");
+    if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
+    return Object.freeze({ kind: "keys", config, action, id: operand });
+  }
+  throw new UsageError(
+    action === undefined
+      ? "nodex keys needs an action: create, list or revoke"
+      : `unknown action ${JSON.stringify(action)} of nodex keys: create, list or revoke`,
+  );
 }
 
 function setValue(values: Values, option: OptionDef, text: string, where: string): void {

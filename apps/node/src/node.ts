@@ -1,7 +1,22 @@
 import { join } from "node:path";
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import type { P2PService } from "@nodex/p2p";
-import { createRPCServer, type RPCServer, type RPCServices } from "@nodex/rpc";
+import {
+  createRPCServer,
+  type KeyStore,
+  keyRegistryPath,
+  keyScope,
+  keyUsagePath,
+  MemoryLimitStore,
+  parseKeyFile,
+  parseKeyRegistry,
+  type RPCServer,
+  type RPCServices,
+  readUsageFile,
+  utcDay,
+  WatchedKeyFile,
+  writeUsageFile,
+} from "@nodex/rpc";
 import { type Database, StorageMonitor } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
 import { openWallet } from "./accounts/index.js";
@@ -36,6 +51,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let p2p: P2PService | undefined;
   let storage: StorageMonitor | undefined;
   let heavy: HeavyRequestPool | undefined;
+  let keyFiles: KeyStore[] = [];
+  let usage: { timer: NodeJS.Timeout; write: () => void } | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -128,16 +145,68 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
               },
             }),
       };
-      rpc = createRPCServer(config.rpc, {
-        services,
-        logger: logger.child({ module: "rpc" }),
-      });
+      const rpcLog = logger.child({ module: "rpc" });
+      // The registry `nodex keys` writes, and the file a deployment tool provisions: followed
+      // while the node runs. Either one with keys makes the node hosted.
+      const registry = new WatchedKeyFile(keyRegistryPath(config.datadir), {
+        parse: parseKeyRegistry,
+        logger: rpcLog,
+        optional: true,
+      }).load();
+      const provisioned =
+        config.apiKeyFile === undefined
+          ? undefined
+          : new WatchedKeyFile(config.apiKeyFile, {
+              parse: parseKeyFile,
+              logger: rpcLog,
+              optional: false,
+            }).load();
+      keyFiles = provisioned === undefined ? [registry] : [registry, provisioned];
+      for (const file of keyFiles) (file as WatchedKeyFile).watch();
+      const hosted =
+        config.rpc.hosted === true || provisioned !== undefined || registry.active() > 0;
+      const limits = new MemoryLimitStore();
+      const usagePath = keyUsagePath(config.datadir);
+      for (const [id, used] of readUsageFile(usagePath)) {
+        if (used.day === utcDay(Date.now())) limits.seed(keyScope(id), used);
+      }
+      rpc = createRPCServer(
+        { ...config.rpc, hosted },
+        { services, logger: rpcLog, keys: keyFiles, limits },
+      );
       await rpc.start();
+      if (hosted) {
+        // What `nodex keys list` shows of each key's use; written by the node alone.
+        let written = "";
+        let ticks = 0;
+        const write = () => {
+          if (++ticks % 60 === 0) limits.prune(Date.now());
+          const now = JSON.stringify([...limits.entries()].filter(([s]) => s.startsWith("key:")));
+          if (now === written) return;
+          try {
+            writeUsageFile(usagePath, limits);
+            written = now;
+          } catch (err) {
+            rpcLog.warn("Writing the API key usage failed", {
+              path: usagePath,
+              error: (err as Error).message,
+            });
+          }
+        };
+        const timer = setInterval(write, 1000);
+        timer.unref();
+        usage = { timer, write };
+      }
     },
     stop() {
       stopping ??= (async () => {
         logger.info("Shutting down");
         await rpc?.stop();
+        if (usage !== undefined) {
+          clearInterval(usage.timer);
+          usage.write();
+        }
+        for (const file of keyFiles) file.close();
         await p2p?.stop().catch((err: unknown) => {
           logger.error("Stopping the network failed", { error: (err as Error).message });
         });

@@ -177,6 +177,75 @@ export const OPTIONS: readonly OptionDef[] = [
     },
   },
   {
+    key: "apiKeyFile",
+    flag: "--api-key-file",
+    env: "NODEX_API_KEY_FILE",
+    valueName: "FILE",
+    description:
+      "file of API keys a deployment tool provisions: one key per line (# comments), or the JSON form of <datadir>/api-keys.json (SHA-256 digests only); read again within a second of a change; turns on hosted mode",
+    defaultText: "none",
+    parse: (text) => {
+      if (text.trim() === "") throw invalid(text, "the file name is empty");
+      return text;
+    },
+  },
+  {
+    key: "hosted",
+    flag: "--rpc-hosted",
+    aliases: { "--hosted": "on" },
+    env: "NODEX_RPC_HOSTED",
+    valueName: "on|off",
+    description:
+      "hosted mode even with no key yet (also --hosted): keys issued with nodex keys create are served within a second, without a restart. Hosted mode is on anyway with --api-key, --api-key-file, or keys in <datadir>/api-keys.json at start",
+    defaultText: "off",
+    parse: oneOf(["on", "off"]),
+  },
+  {
+    key: "rpcKeylessRate",
+    flag: "--rpc-keyless-rate",
+    env: "NODEX_RPC_KEYLESS_RATE",
+    valueName: "UNITS_PER_S",
+    description:
+      "hosted mode: serve requests without a key (the path /) within this rate per client address, in units per second (see the weight table in docs/operations.md); without it or --rpc-keyless-daily they get 401",
+    defaultText: "none (keyless requests refused)",
+    parse: integer(1, 1_000_000_000, "a number of units per second"),
+  },
+  {
+    key: "rpcKeylessDaily",
+    flag: "--rpc-keyless-daily",
+    env: "NODEX_RPC_KEYLESS_DAILY",
+    valueName: "UNITS",
+    description:
+      "hosted mode: serve requests without a key within this many units per client address and UTC day",
+    defaultText: "none",
+    parse: integer(1, Number.MAX_SAFE_INTEGER, "a number of units"),
+  },
+  {
+    key: "rpcMethodWeights",
+    flag: "--rpc-method-weight",
+    env: "NODEX_RPC_METHOD_WEIGHTS",
+    valueName: "METHOD=UNITS",
+    description:
+      "the units a method costs against the per-key limits, replacing its default (repeatable; eth_call=30)",
+    defaultText: "the table in docs/operations.md",
+    list: true,
+    parse: (text) => {
+      const m = /^([a-z0-9]+_[A-Za-z0-9]+)=(\d{1,9})$/.exec(text);
+      if (m === null) throw invalid(text, `${JSON.stringify(text)} is not METHOD=UNITS`);
+      return [m[1]!, Number(m[2])];
+    },
+  },
+  {
+    key: "txpoolKeyShare",
+    flag: "--txpool-key-share",
+    env: "NODEX_TXPOOL_KEY_SHARE",
+    valueName: "N",
+    description:
+      "hosted mode: transactions one API key (or all keyless senders together) may have waiting in the pool; past it eth_sendRawTransaction answers -32010. Key holders' transactions also meet the pool's global limits, as those of peers do",
+    defaultText: "512 (a tenth of the pool's 5120 pending slots)",
+    parse: integer(1, 1_000_000, "a number of transactions"),
+  },
+  {
     key: "rpcCorsOrigins",
     flag: "--rpc-cors",
     env: "NODEX_RPC_CORS",
@@ -229,6 +298,36 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "time limit of one request in milliseconds, 0 for none",
     defaultText: "0 in local mode, 5000 in hosted mode",
     parse: integer(0, 3_600_000, "a time in milliseconds"),
+  },
+  {
+    key: "rpcBudgetCallMs",
+    flag: "--rpc-budget-call-ms",
+    env: "NODEX_RPC_BUDGET_CALL_MS",
+    valueName: "MS",
+    description:
+      "time budget of eth_call, eth_estimateGas and eth_createAccessList, in milliseconds: past it the request is answered -32011 (request timed out)",
+    defaultText: "the request's time limit (--rpc-timeout-ms)",
+    parse: integer(1, 3_600_000, "a time in milliseconds"),
+  },
+  {
+    key: "rpcBudgetLogsMs",
+    flag: "--rpc-budget-logs-ms",
+    env: "NODEX_RPC_BUDGET_LOGS_MS",
+    valueName: "MS",
+    description:
+      "time budget of eth_getLogs, eth_getFilterLogs and eth_getFilterChanges, in milliseconds: past it the request is answered -32011 (request timed out)",
+    defaultText: "the request's time limit (--rpc-timeout-ms)",
+    parse: integer(1, 3_600_000, "a time in milliseconds"),
+  },
+  {
+    key: "rpcBudgetTraceMs",
+    flag: "--rpc-budget-trace-ms",
+    env: "NODEX_RPC_BUDGET_TRACE_MS",
+    valueName: "MS",
+    description:
+      "time budget of debug_trace* and trace_*, in milliseconds: past it the request is answered -32011 (request timed out) and its tracers stop",
+    defaultText: "the request's time limit (--rpc-timeout-ms)",
+    parse: integer(1, 3_600_000, "a time in milliseconds"),
   },
   {
     key: "rpcWorkerThreads",
@@ -642,7 +741,7 @@ export interface CommandOptionDef {
 
 /** A command given as the first word (`nodex export FILE`), with its own flags. */
 export interface CommandDef {
-  readonly name: "export" | "import" | "mine";
+  readonly name: "export" | "import" | "mine" | "keys";
   /** What follows `nodex <name>` in help and docs. */
   readonly synopsis: string;
   readonly description: string;
@@ -733,7 +832,86 @@ export const COMMANDS: readonly CommandDef[] = [
       },
     ],
   },
+  {
+    name: "keys",
+    synopsis:
+      "create --name NAME [--rate UNITS_PER_S] [--daily UNITS] [--methods LIST | --deny LIST] [--allow LIST] | list [--json] | revoke ID",
+    description:
+      "issue, list and revoke the API keys of a hosted node, in <datadir>/api-keys.json (SHA-256 digests only). create prints the new key once; list shows ids, names, limits, creation, last use and units used today, never a key; revoke refuses the key from then on. A running node of the datadir applies each change within a second",
+    options: [
+      {
+        flag: "--name",
+        valueName: "NAME",
+        description: "create: who or what the key is for (1-200 characters)",
+        parse: (text) => {
+          if (
+            text.trim() === "" ||
+            text.length > 200 ||
+            [...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
+          )
+            throw invalid(text, "a name is 1-200 printable characters");
+          return text;
+        },
+      },
+      {
+        flag: "--rate",
+        valueName: "UNITS_PER_S",
+        description: "create: the key's rate limit, in units per second (default none)",
+        parse: integer(1, 1_000_000_000, "a number of units per second"),
+      },
+      {
+        flag: "--daily",
+        valueName: "UNITS",
+        description: "create: the key's quota per UTC day, in units (default none)",
+        parse: integer(1, Number.MAX_SAFE_INTEGER, "a number of units"),
+      },
+      {
+        flag: "--methods",
+        valueName: "LIST",
+        description:
+          "create: the only modules and methods the key may call, comma-separated (eth,net,eth_call)",
+        parse: methodList,
+      },
+      {
+        flag: "--deny",
+        valueName: "LIST",
+        description: "create: modules and methods the key may not call, comma-separated",
+        parse: methodList,
+      },
+      {
+        flag: "--allow",
+        valueName: "LIST",
+        description: `create: what hosted mode turns off that this key may call: ${[...HOSTED_OFF_MODULES, ...HOSTED_OFF_METHODS].join(", ")}`,
+        parse: (text) => {
+          const items = text.split(",").map((s) => s.trim());
+          const allowed = [...HOSTED_OFF_MODULES, ...HOSTED_OFF_METHODS] as string[];
+          for (const item of items)
+            if (!allowed.includes(item))
+              throw invalid(text, `${JSON.stringify(item)} is not one of ${allowed.join(", ")}`);
+          return items;
+        },
+      },
+      { flag: "--json", description: "list: one JSON array instead of a table" },
+    ],
+  },
 ];
+
+/** A module (`eth`) or method (`eth_call`) name of a key's lists. */
+function methodList(text: string): string[] {
+  const items = text.split(",").map((s) => s.trim());
+  for (const item of items) {
+    const module = item.split("_", 1)[0]!;
+    if (
+      !/^[a-z0-9]+(_[A-Za-z0-9]+)?$/.test(item) ||
+      !(MODULE_NAMES as readonly string[]).includes(module)
+    )
+      throw invalid(
+        text,
+        `${JSON.stringify(item)} is not a module (${MODULE_NAMES.join(", ")}) or a method of one`,
+      );
+  }
+  return items;
+}
 
 /** The flags of the settings the commands read, aliases included, in option order. */
 export function commandSettingFlags(): string[] {

@@ -71,6 +71,7 @@ export function createCore(
     chainId: network.chainId,
     typedTransactionsFrom: network.typedTransactionsFrom,
     journalPath: join(config.datadir, "txpool.journal"),
+    ...(config.txpoolKeyShare === undefined ? {} : { ownerSlots: config.txpoolKeyShare }),
   });
   const admission = new TxAdmission(reader, pool, logger.child({ module: "txpool" }));
   const producer = new BlockProducer(chain, admission, {
@@ -118,7 +119,11 @@ export function createCore(
     // A send is answered once its automined block is built; requests wait until it is the head.
     transactions: {
       sendTransaction: (raw, opts) =>
-        producer.sendTransaction(raw, { local: opts.local ?? false, wait: "built" }),
+        producer.sendTransaction(raw, {
+          local: opts.local ?? false,
+          ...(opts.owner === undefined ? {} : { owner: opts.owner }),
+          wait: "built",
+        }),
     },
     pool,
     dev: producer,

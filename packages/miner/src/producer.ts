@@ -202,7 +202,7 @@ export class BlockProducer implements PendingSource {
    */
   async sendTransaction(
     input: Uint8Array | SignedTransaction,
-    opts: { local?: boolean; wait?: "head" | "built" } = {},
+    opts: { local?: boolean; owner?: string; wait?: "head" | "built" } = {},
   ): Promise<Uint8Array> {
     const { tx, status } = await this.#admission.admit(input, opts);
     if (!this.#autoMining || status !== "pending") return tx.hash;

@@ -1,8 +1,9 @@
 import type { Logger } from "@nodex/types";
 import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 import { countArrayMembers } from "./json.js";
+import { type MethodClass, methodClass } from "./methodClass.js";
 import { decodeParams } from "./params.js";
-import type { MethodRegistry } from "./registry.js";
+import type { MethodRegistry, RegisteredMethod } from "./registry.js";
 import { RawJson } from "./results.js";
 import type { CallContext, RPCServices } from "./services.js";
 
@@ -13,7 +14,15 @@ export interface DispatcherOptions {
   readonly maxResponseBytes: number;
   /** Time limit of one dispatch in milliseconds; 0 means none. */
   readonly timeoutMs: number;
+  /** Time budgets of method classes, in milliseconds, within `timeoutMs`. */
+  readonly budgets?: Partial<Record<MethodClass, number>>;
 }
+
+const CLASS_NAMES: Readonly<Record<MethodClass, string>> = {
+  call: "calls",
+  logs: "log queries",
+  trace: "traces",
+};
 
 export interface DispatcherDeps {
   readonly registry: MethodRegistry;
@@ -29,6 +38,14 @@ interface ValidCall {
 }
 
 const EMPTY_PARAMS: readonly unknown[] = Object.freeze([]);
+
+/**
+ * Decides per member of a request whether its method runs (a hosted node's key lists and
+ * limits): `undefined` runs it, an error answers it instead.
+ */
+export interface CallGuard {
+  admit(method: RegisteredMethod): RPCError | undefined;
+}
 
 /** Serialized responses: `undefined` means nothing is sent back (notifications only). */
 export type DispatchOutput = string | undefined;
@@ -54,13 +71,21 @@ export class Dispatcher {
    * Answers one HTTP body. Synchronous when every method in it is (most are), so the HTTP
    * layer can write the answer without waiting for another turn of the event loop.
    */
-  dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
+  dispatch(
+    body: string,
+    ctx: CallContext,
+    guard?: CallGuard,
+  ): DispatchOutput | Promise<DispatchOutput> {
     const writing = this.#deps.services.chain.writing?.();
-    if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx));
-    return this.#dispatch(body, ctx);
+    if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx, guard));
+    return this.#dispatch(body, ctx, guard);
   }
 
-  #dispatch(body: string, ctx: CallContext): DispatchOutput | Promise<DispatchOutput> {
+  #dispatch(
+    body: string,
+    ctx: CallContext,
+    guard: CallGuard | undefined,
+  ): DispatchOutput | Promise<DispatchOutput> {
     // A batch over the limit is refused before it is parsed: counting its members is a scan,
     // parsing builds every one of them. `[0,0]` is the shortest form of two members, so only a
     // body of more than twice the limit can hold too many.
@@ -80,7 +105,7 @@ export class Dispatcher {
     }
     const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
     if (!Array.isArray(parsed)) {
-      const out = this.#handleOne(parsed, ctx, deadline);
+      const out = this.#handleOne(parsed, ctx, deadline, guard);
       return typeof out === "object"
         ? out.then((o) => this.#limitSingle(parsed, o))
         : this.#limitSingle(parsed, out);
@@ -92,7 +117,7 @@ export class Dispatcher {
       );
     }
     if (parsed.length > max) return batchTooLarge(parsed.length, max);
-    const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline));
+    const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline, guard));
     return outs.some((out) => typeof out === "object")
       ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done))
       : this.#joinBatch(parsed, outs as DispatchOutput[]);
@@ -134,6 +159,7 @@ export class Dispatcher {
     req: unknown,
     ctx: CallContext,
     deadline: number,
+    guard: CallGuard | undefined,
   ): DispatchOutput | Promise<DispatchOutput> {
     const call = validateRequest(req);
     if (call instanceof RPCError) return errorResponse(idOf(req), call);
@@ -141,6 +167,9 @@ export class Dispatcher {
     if (this.#debug) this.#log.debug("RPC call", { method: call.method, id: call.id });
     if (found instanceof RPCError)
       return call.notification ? undefined : errorResponse(call.id, found);
+    const refused = guard === undefined ? found.hostedOff : guard.admit(found);
+    if (refused !== undefined)
+      return call.notification ? undefined : errorResponse(call.id, refused);
     let value: unknown;
     try {
       const decoded = decodeParams(found.spec.params, call.params);
@@ -154,7 +183,21 @@ export class Dispatcher {
       return this.#failure(call, err);
     }
     if (value instanceof Promise) {
-      return withDeadline(value, deadline, call.method).then(
+      let until = deadline;
+      let limit = "the time limit";
+      const budgets = this.#opts.budgets;
+      if (budgets !== undefined) {
+        const cls = methodClass(call.method);
+        const ms = cls === undefined ? undefined : budgets[cls];
+        if (cls !== undefined && ms !== undefined && ms > 0) {
+          const end = Date.now() + ms;
+          if (until === 0 || end < until) {
+            until = end;
+            limit = `its time budget of ${ms} ms (${CLASS_NAMES[cls]})`;
+          }
+        }
+      }
+      return withDeadline(value, until, call.method, limit).then(
         (v) => this.#success(call, found.spec.result, v),
         (err: unknown) => this.#failure(call, err),
       );
@@ -240,7 +283,12 @@ function byteLength(s: string): number {
   return Buffer.byteLength(s, "utf8");
 }
 
-function withDeadline<T>(promise: Promise<T>, deadline: number, method: string): Promise<T> {
+function withDeadline<T>(
+  promise: Promise<T>,
+  deadline: number,
+  method: string,
+  limit: string,
+): Promise<T> {
   if (deadline === 0) return promise;
   const remaining = deadline - Date.now();
   return new Promise<T>((resolve, reject) => {
@@ -249,7 +297,7 @@ function withDeadline<T>(promise: Promise<T>, deadline: number, method: string):
         reject(
           new RPCError(
             RPCErrorCode.LIMIT_EXCEEDED,
-            `request timed out: ${method} ran over the time limit`,
+            `request timed out: ${method} ran over ${limit}`,
           ),
         ),
       Math.max(0, remaining),

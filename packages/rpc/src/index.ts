@@ -1,4 +1,13 @@
-export type { DispatcherOptions, DispatchOutput, RequestId } from "./dispatcher.js";
+export {
+  type AuthFailure,
+  HostedAccess,
+  type HostedAccessOptions,
+  keyScope,
+  LIMIT_EXCEEDED_CODE,
+  type Principal,
+  RequestGuard,
+} from "./access.js";
+export type { CallGuard, DispatcherOptions, DispatchOutput, RequestId } from "./dispatcher.js";
 export { Dispatcher, errorResponse } from "./dispatcher.js";
 export { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 export {
@@ -28,6 +37,42 @@ export { HttpApp } from "./http/app.js";
 export { chooseTransport } from "./http/index.js";
 export { createNodeHttpTransport } from "./http/nodeHttp.js";
 export type { HttpTransport, HttpTransportFactory } from "./http/transport.js";
+export {
+  API_KEY_PATTERN,
+  type ApiKeyRecord,
+  CombinedKeyStore,
+  hashKey,
+  KEY_FILE_POLL_MS,
+  KeyFileError,
+  type KeyPolicy,
+  type KeyRegistry,
+  type KeyStore,
+  keyRegistryPath,
+  keyUsagePath,
+  newApiKey,
+  newKeyId,
+  parseKeyFile,
+  parseKeyRegistry,
+  readKeyRegistry,
+  StaticKeyStore,
+  updateKeyRegistry,
+  WatchedKeyFile,
+  writeFileAtomic,
+} from "./keys.js";
+export {
+  DEFAULT_METHOD_WEIGHT,
+  DEFAULT_METHOD_WEIGHTS,
+  type LimitRefusal,
+  type LimitStore,
+  type Limits,
+  MemoryLimitStore,
+  readUsageFile,
+  type ScopeUsage,
+  TokenBucket,
+  utcDay,
+  writeUsageFile,
+} from "./limits.js";
+export { type MethodClass, methodClass } from "./methodClass.js";
 export { parseTraceConfig, type TraceConfig, type TraceLimits } from "./modules/debug.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
 export { MAX_TRACES_PER_REQUEST, parseTraceFilter, type TraceFilter } from "./modules/trace.js";
@@ -81,6 +126,7 @@ export type {
   TransactionService,
   WalletService,
 } from "./services.js";
+export { hostedOwner } from "./services.js";
 export {
   DEFAULT_SUBSCRIPTION_OPTIONS,
   type NotificationSink,

@@ -1,5 +1,7 @@
 import type { ModuleName } from "@nodex/types";
 import type { FilterOptions } from "./filters.js";
+import type { Limits } from "./limits.js";
+import type { MethodClass } from "./methodClass.js";
 import type { SubscriptionOptions } from "./subscriptions.js";
 import type { WsOptions } from "./ws/hub.js";
 
@@ -9,8 +11,26 @@ export interface RPCOptions {
   readonly port: number;
   /** Modules to serve. */
   readonly modules: readonly ModuleName[];
-  /** API keys; none means local mode (the request path is ignored). */
+  /** API keys; any turns on hosted mode. */
   readonly apiKeys: readonly string[];
+  /**
+   * Hosted mode with or without keys yet (`--hosted`, a key file, keys in the registry): keys
+   * issued while the node runs are served without a restart. Otherwise hosted means `apiKeys`
+   * is not empty; local mode ignores the request path.
+   */
+  readonly hosted?: boolean;
+  /** Weights of methods in units, replacing the defaults (`DEFAULT_METHOD_WEIGHTS`). */
+  readonly methodWeights?: Readonly<Record<string, number>>;
+  /**
+   * Hosted mode serves requests without a key (the path `/`) within these limits, counted per
+   * client address; absent: they are refused (401).
+   */
+  readonly keyless?: Limits;
+  /**
+   * Time budgets of method classes in milliseconds (`METHOD_CLASSES`), within `timeoutMs`:
+   * past it the request is answered -32011 and, for traces, the tracers stop.
+   */
+  readonly budgets?: Partial<Record<MethodClass, number>>;
   /** Origins allowed by CORS: `*`, a list of origins, or none (no CORS headers). */
   readonly corsOrigins: readonly string[];
   /**
@@ -61,10 +81,14 @@ export const HOSTED_OFF_MODULES: readonly ModuleName[] = [
 ];
 
 /**
- * Methods of served modules that hosted mode turns off unless allowed: a miner's inputs, which
- * any key holder could otherwise set for everyone (what `eth_hashrate` and `eth_mining` tell).
+ * Methods of served modules that hosted mode turns off unless allowed: the pool's whole content
+ * (every user's waiting transactions, and a large answer), and a miner's inputs, which any key
+ * holder could otherwise set for everyone (what `eth_hashrate` and `eth_mining` tell).
  */
 export const HOSTED_OFF_METHODS: readonly string[] = [
+  "txpool_content",
+  "txpool_contentFrom",
+  "txpool_inspect",
   "eth_sendUnsignedTransaction",
   "eth_getWork",
   "eth_submitWork",

@@ -58,6 +58,11 @@ export interface RegisteredMethod {
   readonly name: string;
   readonly module: ModuleName;
   readonly spec: AnyMethodSpec;
+  /**
+   * Hosted mode turns the method off: the error its callers get unless the operator lifted the
+   * switch for everyone (`--rpc-hosted-allow`) or for their key (`nodex keys create --allow`).
+   */
+  readonly hostedOff?: RPCError;
 }
 
 /** Methods the service knows and will never run, each with the reason a caller is told. */
@@ -113,15 +118,23 @@ export class MethodRegistry {
             ),
           );
         } else if (on && opts.hostedOffMethods?.has(name) === true) {
-          this.#disabled.set(
-            name,
-            new RPCError(
-              RPCErrorCode.METHOD_NOT_FOUND,
-              `the method ${name} is not available: it is disabled in hosted mode`,
-            ),
+          const hostedOff = new RPCError(
+            RPCErrorCode.METHOD_NOT_FOUND,
+            `the method ${name} is not available: it is disabled in hosted mode`,
           );
+          this.#methods.set(name, { name, module: mod.name, spec, hostedOff });
         } else if (on) {
           this.#methods.set(name, { name, module: mod.name, spec });
+        } else if (
+          opts.enabled.has(mod.name) &&
+          opts.hostedOff.has(mod.name) &&
+          mod.unavailable === undefined
+        ) {
+          const hostedOff = new RPCError(
+            RPCErrorCode.METHOD_NOT_FOUND,
+            `the method ${name} is not available: the ${mod.name} module is disabled in hosted mode`,
+          );
+          this.#methods.set(name, { name, module: mod.name, spec, hostedOff });
         } else {
           const why = opts.hostedOff.has(mod.name)
             ? `the ${mod.name} module is disabled in hosted mode`
@@ -160,7 +173,10 @@ export class MethodRegistry {
 
   /** Names of the served methods, sorted. */
   methodNames(): string[] {
-    return [...this.#methods.keys()].sort();
+    return [...this.#methods.values()]
+      .filter((m) => m.hostedOff === undefined)
+      .map((m) => m.name)
+      .sort();
   }
 
   /** Modules with at least one served method, in declaration order. */

@@ -7,11 +7,14 @@ import {
   type ModuleName,
   signatureRecovery,
 } from "@nodex/types";
+import { HostedAccess } from "./access.js";
 import { Dispatcher } from "./dispatcher.js";
 import { FilterManager } from "./filters.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
+import { CombinedKeyStore, type KeyStore, StaticKeyStore } from "./keys.js";
+import { type LimitStore, MemoryLimitStore } from "./limits.js";
 import { debugTraceModule } from "./modules/debug.js";
 import { debugRawModule } from "./modules/debugRaw.js";
 import { anvilModule, devEthModule, hardhatModule } from "./modules/devTools.js";
@@ -46,6 +49,10 @@ export interface RPCServerDeps {
   readonly modules?: readonly ModuleDefinition[];
   /** Overrides `opts.httpLayer` (tests, embedding). */
   readonly transport?: HttpTransportFactory;
+  /** Keys besides `opts.apiKeys` (the registry `nodex keys` writes, `--api-key-file`). */
+  readonly keys?: readonly KeyStore[];
+  /** The limit counters; an in-memory store when absent. */
+  readonly limits?: LimitStore;
 }
 
 export interface RPCServer {
@@ -60,6 +67,8 @@ export interface RPCServer {
    * and hosted mode, which needs a restart.
    */
   setApiKeys(keys: readonly string[]): void;
+  /** Keys and limits, in hosted mode. */
+  readonly access: HostedAccess | undefined;
   start(): Promise<{ host: string; port: number }>;
   stop(): Promise<void>;
 }
@@ -68,7 +77,18 @@ const MODULE_VERSION = "1.0";
 
 /** Builds the JSON-RPC service: registry, envelope and HTTP layer. */
 export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServer {
-  const hosted = opts.apiKeys.length > 0;
+  const hosted = opts.hosted === true || opts.apiKeys.length > 0;
+  const staticKeys = new StaticKeyStore(opts.apiKeys);
+  const keyStore = new CombinedKeyStore([staticKeys, ...(deps.keys ?? [])]);
+  const access = hosted
+    ? new HostedAccess({
+        keys: keyStore,
+        limits: deps.limits ?? new MemoryLimitStore(),
+        ...(opts.methodWeights === undefined ? {} : { weights: opts.methodWeights }),
+        ...(opts.hostedAllow === undefined ? {} : { hostedAllow: opts.hostedAllow }),
+        ...(opts.keyless === undefined ? {} : { keyless: opts.keyless }),
+      })
+    : undefined;
   const allowed = new Set(opts.hostedAllow ?? []);
   const log = deps.logger;
   let registry: MethodRegistry | undefined;
@@ -119,8 +139,13 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   if (reader !== undefined && tracing !== undefined) {
     // Tracers stop at the request's time budget instead of running on after its answer, and
     // struct logs stop growing past what the answer may hold.
+    const traceBudget = opts.budgets?.trace;
     const limits = {
-      timeoutMs,
+      // The tracers stop at the traces' budget when it is the sooner end.
+      timeoutMs:
+        traceBudget !== undefined && traceBudget > 0 && (timeoutMs === 0 || traceBudget < timeoutMs)
+          ? traceBudget
+          : timeoutMs,
       structLogBytes:
         opts.maxResponseBytes > 0
           ? Math.min(opts.maxResponseBytes, STRUCT_LOG_LIMIT_BYTES)
@@ -162,6 +187,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       maxBatchSize: opts.maxBatchSize,
       maxResponseBytes: opts.maxResponseBytes,
       timeoutMs,
+      ...(opts.budgets === undefined ? {} : { budgets: opts.budgets }),
     },
     { registry, services: deps.services, logger: log },
   );
@@ -186,14 +212,14 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   };
   const ws = new WsHub(
     { ...DEFAULT_WS_OPTIONS, ...opts.ws },
-    { dispatcher, subscriptions, logger: log },
+    { dispatcher, subscriptions, logger: log, ...(access === undefined ? {} : { access }) },
   );
   const appOptions = {
-    apiKeys: opts.apiKeys,
     corsOrigins: opts.corsOrigins,
     maxBodyBytes: opts.maxBodyBytes,
   };
-  const app = new HttpApp(appOptions, { dispatcher, health, ws });
+  const appDeps = { dispatcher, health, ws, ...(access === undefined ? {} : { access }) };
+  const app = new HttpApp(appOptions, appDeps);
   const chosen =
     deps.transport === undefined
       ? chooseTransport(opts.httpLayer)
@@ -202,7 +228,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const wsApp =
     opts.wsPort === undefined
       ? undefined
-      : new HttpApp({ ...appOptions, websocketOnly: true }, { dispatcher, health, ws });
+      : new HttpApp({ ...appOptions, websocketOnly: true }, appDeps);
   const wsTransport = wsApp === undefined ? undefined : chosen.factory(wsApp);
   let bound: { host: string; port: number } | undefined;
   let wsBound: { host: string; port: number } | undefined;
@@ -211,9 +237,13 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     dispatcher,
     address: () => bound,
     wsAddress: () => wsBound,
+    access,
     setApiKeys(keys) {
-      app.setApiKeys(keys);
-      wsApp?.setApiKeys(keys);
+      // Hosted mode chose the modules at start; a node hosted by its --api-key values alone
+      // would be left with no key at all.
+      if (hosted !== keys.length > 0 && (!hosted || opts.hosted !== true))
+        throw new Error("switching between local and hosted mode needs a restart");
+      staticKeys.set(keys);
     },
     async start() {
       bound = await transport.listen(opts.host, opts.port);
@@ -239,6 +269,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
     async stop() {
       filters?.close();
       subscriptions?.close();
+      keyStore.close();
       ws.closeAll();
       await Promise.all([transport.close(), wsTransport?.close()]);
       bound = undefined;

@@ -101,10 +101,17 @@ export interface ChainReaderService {
 /**
  * Signed transactions into the node: the pool's one admission path, then (on development
  * networks with automine) a block. `local`: submitted by a user of this node, kept across
- * restarts.
+ * restarts. `owner`: on a hosted node, who sent it (`hostedOwner`): it then meets the pool's
+ * global limits as a remote transaction does, and the share of one key.
  */
 export interface TransactionService {
-  sendTransaction(raw: Uint8Array, opts: { local?: boolean }): Promise<Uint8Array>;
+  sendTransaction(raw: Uint8Array, opts: { local?: boolean; owner?: string }): Promise<Uint8Array>;
+}
+
+/** The pool's owner of a transaction sent over a hosted node: its key, or all keyless senders. */
+export function hostedOwner(ctx: CallContext): { owner: string } | Record<string, never> {
+  if (!ctx.hosted) return {};
+  return { owner: ctx.keyId ?? "keyless" };
 }
 
 /** The pool's content as the `txpool_` methods show it. */
@@ -355,6 +362,8 @@ export interface RPCServices {
 export interface CallContext {
   /** True when the node runs with API keys (hosted mode). */
   readonly hosted: boolean;
+  /** The id of the API key the request came with (hosted mode); never the key itself. */
+  readonly keyId?: string;
   /** The WebSocket connection the request came over; absent over HTTP. */
   readonly connection?: SubscriptionHost;
 }

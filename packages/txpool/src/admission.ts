@@ -86,7 +86,7 @@ export class TxAdmission {
    */
   async admit(
     input: Uint8Array | SignedTransaction,
-    opts: { local?: boolean } = {},
+    opts: { local?: boolean; owner?: string } = {},
   ): Promise<Admitted> {
     const tx = input instanceof Uint8Array ? decodeTransaction(input) : input;
     // A node whose storage takes no writes could mine nothing it takes: it is refused here,
@@ -95,7 +95,10 @@ export class TxAdmission {
     await this.#update;
     let added: AddResult;
     try {
-      added = await this.pool.add(tx, await this.poolHead(), { local: opts.local ?? false });
+      added = await this.pool.add(tx, await this.poolHead(), {
+        local: opts.local ?? false,
+        ...(opts.owner === undefined ? {} : { owner: opts.owner }),
+      });
     } catch (err) {
       // The journal is on the node's disk: what failed it fails the database next.
       if (err instanceof TxPoolError && err.code === TxPoolErrorCode.JOURNAL_WRITE_FAILED)

@@ -34,6 +34,8 @@ export const TxPoolErrorCode = {
   POOL_FULL: "TXPOOL_POOL_FULL",
   /** `globalQueue` queued and nothing cheaper to evict: "transaction pool is full". */
   QUEUE_FULL: "TXPOOL_QUEUE_FULL",
+  /** The API key (`owner`) already has `ownerSlots` transactions waiting. */
+  OWNER_SLOTS_FULL: "TXPOOL_OWNER_SLOTS_FULL",
   /** An option out of its range (constructor). */
   INVALID_OPTION: "TXPOOL_INVALID_OPTION",
   /** The journal could not be written (see `flushJournal`). */

@@ -19,6 +19,11 @@ export interface TxPoolOptions {
   readonly accountQueue?: number;
   /** Most queued transactions in the pool (default 1024, as geth's `GlobalQueue`). */
   readonly globalQueue?: number;
+  /**
+   * Most transactions (pending and queued) of one owner (an API key of a hosted node) in the
+   * pool (default 512, a tenth of `globalSlots`).
+   */
+  readonly ownerSlots?: number;
   /** Queued remote transactions older than this expire at the next head (default 3 h, as geth). */
   readonly lifetimeMs?: number;
   /** Least gas price increase, in percent, for a replacement (default 40, the reference's). */
@@ -43,6 +48,7 @@ export const defaultTxPoolOptions = {
   globalSlots: 5120,
   accountQueue: 64,
   globalQueue: 1024,
+  ownerSlots: 512,
   lifetimeMs: 3 * 60 * 60 * 1000,
   priceBumpPercent: REFERENCE_GAS_PRICE_BUMP_PERCENT,
 } as const;
@@ -54,6 +60,7 @@ export interface ResolvedTxPoolOptions {
   readonly globalSlots: number;
   readonly accountQueue: number;
   readonly globalQueue: number;
+  readonly ownerSlots: number;
   readonly lifetimeMs: number;
   readonly priceBumpPercent: number;
   readonly now: () => number;
@@ -68,12 +75,19 @@ export function resolveTxPoolOptions(opts: TxPoolOptions): ResolvedTxPoolOptions
     globalSlots: opts.globalSlots ?? defaultTxPoolOptions.globalSlots,
     accountQueue: opts.accountQueue ?? defaultTxPoolOptions.accountQueue,
     globalQueue: opts.globalQueue ?? defaultTxPoolOptions.globalQueue,
+    ownerSlots: opts.ownerSlots ?? defaultTxPoolOptions.ownerSlots,
     lifetimeMs: opts.lifetimeMs ?? defaultTxPoolOptions.lifetimeMs,
     priceBumpPercent: opts.priceBumpPercent ?? defaultTxPoolOptions.priceBumpPercent,
     now: opts.now ?? Date.now,
     journalPath: opts.journalPath,
   };
-  const positive = ["accountSlots", "globalSlots", "accountQueue", "globalQueue"] as const;
+  const positive = [
+    "accountSlots",
+    "globalSlots",
+    "accountQueue",
+    "globalQueue",
+    "ownerSlots",
+  ] as const;
   for (const name of positive) {
     const value = resolved[name];
     if (!Number.isSafeInteger(value) || value < 1) {

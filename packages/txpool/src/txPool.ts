@@ -57,6 +57,8 @@ interface Entry {
   /** gasLimit × gasPrice + value: what the sender must hold for it. */
   readonly cost: bigint;
   readonly local: boolean;
+  /** The API key it came with (a hosted node's user): counted against `ownerSlots`. */
+  readonly owner: string | undefined;
   readonly seq: number;
   status: PoolStatus;
   /** When it last became queued (ms), for expiry. */
@@ -106,6 +108,8 @@ export class TxPool {
   #queuedCount = 0;
   #seq = 0;
   #localCount = 0;
+  /** Transactions in the pool by owner (API key id). */
+  readonly #byOwner = new Map<string, number>();
   #journalDirty = false;
   #journalError: unknown;
   #loadingJournal = false;
@@ -121,16 +125,19 @@ export class TxPool {
   }
 
   /**
-   * Validates `tx` against `head` and adds it. `local` marks the node operator's own
-   * transactions: journaled, never evicted for a better-paying one, and not bound by the global
-   * limits. Throws `TxPoolError` with the reason when refused.
+   * Validates `tx` against `head` and adds it. `local` marks the transactions of the node's
+   * users: journaled, never evicted for a better-paying one, and, unless they have an `owner`,
+   * not bound by the global limits. `owner` (an API key's id, on a hosted node) is bound by
+   * them as remote transactions are, and by `ownerSlots`. Throws `TxPoolError` with the
+   * reason when refused.
    */
   async add(
     tx: SignedTransaction,
     head: PoolHead,
-    opts: { local?: boolean } = {},
+    opts: { local?: boolean; owner?: string } = {},
   ): Promise<AddResult> {
     const local = opts.local === true;
+    const owner = opts.owner;
     const key = bytesToHex(tx.hash);
     this.#checkKnown(key);
     this.#checkStatic(tx, head);
@@ -138,7 +145,7 @@ export class TxPool {
     const stateNonce = account?.nonce ?? 0n;
     const balance = account?.balance ?? 0n;
     this.#checkKnown(key);
-    const { result, journal } = this.#admit(tx, key, local, stateNonce, balance);
+    const { result, journal } = this.#admit(tx, key, local, owner, stateNonce, balance);
     // A local transaction's line is written by `#admit`; a remote one that replaced a local
     // one leaves a stale line.
     if (journal && !local) this.#journalLeft();
@@ -283,6 +290,7 @@ export class TxPool {
     this.#pendingCount = 0;
     this.#queuedCount = 0;
     this.#localCount = 0;
+    this.#byOwner.clear();
     if (hadLocals) this.#journalChanged();
   }
 
@@ -427,10 +435,13 @@ export class TxPool {
     tx: SignedTransaction,
     key: string,
     local: boolean,
+    owner: string | undefined,
     stateNonce: bigint,
     balance: bigint,
   ): { result: AddResult; journal: boolean } {
     const o = this.#opts;
+    // Past the global limits only the node's own users' transactions get in.
+    const exempt = local && owner === undefined;
     const sender = bytesToHex(tx.from);
     if (tx.nonce < stateNonce) {
       throw new TxPoolError(
@@ -510,8 +521,8 @@ export class TxPool {
           );
         }
         if (this.#pendingCount >= o.globalSlots) {
-          victim = this.#victim("pending", sender, tx.gasPrice, local);
-          if (victim === undefined && !local) {
+          victim = this.#victim("pending", sender, tx.gasPrice, exempt);
+          if (victim === undefined && !exempt) {
             throw new TxPoolError(
               TxPoolErrorCode.POOL_FULL,
               `transaction pool is full: ${this.#pendingCount} pending transactions (globalSlots ${o.globalSlots}), none cheaper than gas price ${tx.gasPrice} to evict`,
@@ -530,14 +541,25 @@ export class TxPool {
         );
       }
       if (this.#queuedCount >= o.globalQueue) {
-        victim = this.#victim("queued", sender, tx.gasPrice, local);
-        if (victim === undefined && !local) {
+        victim = this.#victim("queued", sender, tx.gasPrice, exempt);
+        if (victim === undefined && !exempt) {
           throw new TxPoolError(
             TxPoolErrorCode.QUEUE_FULL,
             `transaction pool is full: ${this.#queuedCount} queued transactions (globalQueue ${o.globalQueue}), none cheaper than gas price ${tx.gasPrice} to evict`,
             { queued: this.#queuedCount, globalQueue: o.globalQueue, gasPrice: tx.gasPrice },
           );
         }
+      }
+    }
+
+    if (owner !== undefined && existing === undefined) {
+      const held = this.#byOwner.get(owner) ?? 0;
+      if (held >= o.ownerSlots) {
+        throw new TxPoolError(
+          TxPoolErrorCode.OWNER_SLOTS_FULL,
+          `transaction pool is full for this API key: it has ${held} transactions waiting (the share of one key is ${o.ownerSlots})`,
+          { waiting: held, ownerSlots: o.ownerSlots },
+        );
       }
     }
 
@@ -564,6 +586,7 @@ export class TxPool {
       account,
       cost,
       local,
+      owner,
       seq: this.#seq++,
       status: "queued",
       queuedSince: now,
@@ -594,6 +617,8 @@ export class TxPool {
     this.#all.set(entry.key, entry);
     if (entry.local) this.#localCount++;
     else this.#pushEvictable(entry, status);
+    if (entry.owner !== undefined)
+      this.#byOwner.set(entry.owner, (this.#byOwner.get(entry.owner) ?? 0) + 1);
     if (status === "pending") {
       account.pendingCount++;
       account.pendingCost += entry.cost;
@@ -613,6 +638,11 @@ export class TxPool {
     account.txs.delete(entry.tx.nonce);
     this.#all.delete(entry.key);
     if (entry.local) this.#localCount--;
+    if (entry.owner !== undefined) {
+      const held = (this.#byOwner.get(entry.owner) ?? 1) - 1;
+      if (held === 0) this.#byOwner.delete(entry.owner);
+      else this.#byOwner.set(entry.owner, held);
+    }
     if (entry.status === "pending") {
       account.pendingCount--;
       account.pendingCost -= entry.cost;

@@ -199,3 +199,75 @@ describe("parseCommandLine", () => {
     expect(parseCommandLine({ argv: ["--version"], env: {}, isTTY: false }).kind).toBe("version");
   });
 });
+
+describe("hosted mode's settings", () => {
+  it("reads --hosted, the key file, keyless limits, weights, budgets and the pool's share", () => {
+    const file = join(tmp, "hosted.json");
+    writeFileSync(file, JSON.stringify({ rpcMethodWeights: ["eth_getLogs=100"] }));
+    const c = config([
+      "--hosted",
+      "--api-key-file",
+      "keys.txt",
+      "--rpc-keyless-rate",
+      "50",
+      "--rpc-method-weight",
+      "eth_call=30",
+      "--rpc-budget-logs-ms",
+      "2000",
+      "--txpool-key-share",
+      "16",
+    ]);
+    expect(c.rpc.hosted).toBe(true);
+    expect(c.apiKeyFile).toBe("/srv/keys.txt");
+    expect(c.rpc.keyless).toEqual({ rate: 50 });
+    expect(c.rpc.methodWeights).toEqual({ eth_call: 30 });
+    expect(c.rpc.budgets).toEqual({ logs: 2000 });
+    expect(c.txpoolKeyShare).toBe(16);
+    expect(config(["--config", file]).rpc.methodWeights).toEqual({ eth_getLogs: 100 });
+    const plain = config([]);
+    expect(plain.rpc.hosted).toBe(false);
+    expect(plain.rpc.keyless).toBeUndefined();
+    expect(plain.rpc.budgets).toBeUndefined();
+  });
+
+  it.each([
+    [["--rpc-method-weight", "eth_call"], "--rpc-method-weight"],
+    [["--rpc-method-weight", "eth_call=-1"], "--rpc-method-weight"],
+    [["--rpc-keyless-rate", "0"], "--rpc-keyless-rate"],
+    [["--txpool-key-share", "x"], "--txpool-key-share"],
+    [["--api-key-file", " "], "--api-key-file"],
+  ])("refuses %j", (argv, flag) => {
+    expect(() => config(argv)).toThrow(UsageError);
+    expect(() => config(argv)).toThrow(`invalid value for ${flag}`);
+  });
+
+  it("reads nodex keys and its flags", () => {
+    const cmd = parseCommandLine({
+      argv: [
+        "keys",
+        "create",
+        "--testnet",
+        "--name",
+        "a",
+        "--rate",
+        "5",
+        "--methods",
+        "eth,net_version",
+      ],
+      env: {},
+      isTTY: false,
+      home: "/home/op",
+    });
+    expect(cmd).toMatchObject({
+      kind: "keys",
+      action: "create",
+      name: "a",
+      rate: 5,
+      methods: ["eth", "net_version"],
+      config: { datadir: "/home/op/.nodex/testnet" },
+    });
+    expect(() =>
+      parseCommandLine({ argv: ["keys", "list", "--rpc-port", "1"], env: {}, isTTY: false }),
+    ).toThrow("option --rpc-port does not apply to nodex keys");
+  });
+});

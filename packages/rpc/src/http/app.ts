@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import type { HostedAccess, Principal } from "../access.js";
 import type { Dispatcher, RequestId } from "../dispatcher.js";
 import { errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
@@ -24,7 +24,6 @@ export interface HttpReply {
 }
 
 export interface HttpAppOptions {
-  readonly apiKeys: readonly string[];
   readonly corsOrigins: readonly string[];
   readonly maxBodyBytes: number;
   /** A listener for WebSocket only (`--ws-port`): plain HTTP requests get 426. */
@@ -42,6 +41,8 @@ export interface HttpAppDeps {
   readonly health: () => HealthReport;
   /** WebSocket sessions; without it upgrades are refused. */
   readonly ws?: WsHub;
+  /** Keys and limits of hosted mode; without it the node is local (the path is ignored). */
+  readonly access?: HostedAccess;
 }
 
 const JSON_TYPES = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
@@ -71,37 +72,36 @@ export class HttpApp {
   readonly websocketOnly: boolean;
   /** WebSocket sessions, when the service takes WebSocket connections. */
   readonly ws: WsHub | undefined;
-  #keyDigests: ReadonlySet<string>;
+  readonly #access: HostedAccess | undefined;
   readonly #corsAny: boolean;
   readonly #corsOrigins: ReadonlySet<string>;
   readonly #deps: HttpAppDeps;
   readonly #localCtx = { hosted: false } as const;
-  readonly #hostedCtx = { hosted: true } as const;
 
   constructor(opts: HttpAppOptions, deps: HttpAppDeps) {
     this.maxBodyBytes = opts.maxBodyBytes;
     this.drainBytes = Math.max(4 * opts.maxBodyBytes, 64 * 1024 * 1024);
-    this.hosted = opts.apiKeys.length > 0;
+    this.#access = deps.access;
+    this.hosted = deps.access !== undefined;
     this.websocketOnly = opts.websocketOnly === true;
     this.ws = deps.ws;
-    this.#keyDigests = new Set(opts.apiKeys.map(digest));
     this.#corsAny = opts.corsOrigins.includes("*");
     this.#corsOrigins = new Set(opts.corsOrigins);
     this.#deps = deps;
   }
 
   /**
-   * Replaces the API keys (a reload): requests from now on are checked against `keys`. Hosted
-   * mode stays what it was at start (its modules were chosen then): `keys` must not be empty.
+   * Who a hosted request is from (its key, or its address where keyless requests are served),
+   * or the 401 that refuses it; `undefined` in local mode.
    */
-  setApiKeys(keys: readonly string[]): void {
-    if (this.hosted !== keys.length > 0)
-      throw new Error("switching between local and hosted mode needs a restart");
-    this.#keyDigests = new Set(keys.map(digest));
+  principal(req: HttpRequestHead, remote: string | undefined): Principal | HttpReply | undefined {
+    if (this.#access === undefined) return undefined;
+    const who = this.#access.identify(lastSegment(pathOf(req.url)), remote);
+    return "reason" in who ? this.#error(req, 401, who.message) : who;
   }
 
   /** Answers what can be answered from the head alone; `undefined` means: read the body. */
-  head(req: HttpRequestHead): HttpReply | undefined {
+  head(req: HttpRequestHead, remote?: string): HttpReply | undefined {
     const path = pathOf(req.url);
     if (req.method === "GET" && (path === "/health" || path === "/ready")) {
       // `/health` is liveness: 200 while the node answers. `/ready` is readiness: 503 while
@@ -129,8 +129,9 @@ export class HttpApp {
         },
       );
     }
-    if (this.hosted && !this.#keyDigests.has(digest(lastSegment(path)))) {
-      return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
+    if (this.#access !== undefined) {
+      const who = this.principal(req, remote);
+      if (who !== undefined && "status" in who) return who;
     }
     const type = req.contentType;
     if (type !== "application/json" && !isJsonType(type)) {
@@ -150,11 +151,12 @@ export class HttpApp {
    * Whether a WebSocket upgrade may go ahead: `undefined` yes, else the reply that refuses it
    * (no WebSocket service, a missing or wrong API key in hosted mode, too many connections).
    */
-  upgrade(req: HttpRequestHead): HttpReply | undefined {
+  upgrade(req: HttpRequestHead, remote?: string): HttpReply | undefined {
     if (this.ws === undefined)
       return this.#error(req, 404, "this server does not serve WebSocket connections");
-    if (this.hosted && !this.#keyDigests.has(digest(lastSegment(pathOf(req.url))))) {
-      return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
+    if (this.#access !== undefined) {
+      const who = this.principal(req, remote);
+      if (who !== undefined && "status" in who) return who;
     }
     if (!this.ws.accepting) {
       return this.#error(
@@ -189,14 +191,33 @@ export class HttpApp {
   }
 
   /** The answer to a body; synchronous when every method in it is. */
-  body(req: HttpRequestHead, body: string): HttpReply | Promise<HttpReply> {
+  body(req: HttpRequestHead, body: string, remote?: string): HttpReply | Promise<HttpReply> {
+    const access = this.#access;
+    if (access === undefined) {
+      const out = this.#deps.dispatcher.dispatch(body, this.#localCtx);
+      return typeof out === "object"
+        ? out.then((o) => this.#json(req, 200, o ?? ""))
+        : this.#json(req, 200, out ?? "");
+    }
+    // Again: a key revoked since the head was read is refused.
+    const who = this.principal(req, remote);
+    if (who === undefined || "status" in who) return who ?? this.#error(req, 500, "no access");
+    const guard = access.guard(who);
+    const keyId = guard.keyId;
     const out = this.#deps.dispatcher.dispatch(
       body,
-      this.hosted ? this.#hostedCtx : this.#localCtx,
+      keyId === undefined ? { hosted: true } : { hosted: true, keyId },
+      guard,
     );
-    return typeof out === "object"
-      ? out.then((o) => this.#json(req, 200, o ?? ""))
-      : this.#json(req, 200, out ?? "");
+    const reply = (o: string | undefined): HttpReply => {
+      if (guard.limited === 0) return this.#json(req, 200, o ?? "");
+      // Nothing ran: 429, safe to send again after Retry-After. Some members ran: 200, with
+      // the refused ones' errors in their places.
+      return this.#json(req, guard.admitted === 0 ? 429 : 200, o ?? "", {
+        "retry-after": String(guard.retryAfterS),
+      });
+    };
+    return typeof out === "object" ? out.then(reply) : reply(out);
   }
 
   #preflight(req: HttpRequestHead): HttpReply {
@@ -269,9 +290,4 @@ function lastSegment(path: string): string {
   } catch {
     return segment;
   }
-}
-
-/** Keys are compared by digest, so lookup time does not depend on how much of a key matched. */
-function digest(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
 }

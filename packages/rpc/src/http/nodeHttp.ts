@@ -29,7 +29,7 @@ export function createNodeHttpTransport(app: HttpApp): HttpTransport {
   // `Expect: 100-continue`: a request refused from its head (a body over the limit, a wrong
   // method or content type) gets its answer instead of the invitation to send the body.
   http.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
-    if (app.head(headOf(req)) === undefined) res.writeContinue();
+    if (app.head(headOf(req), req.socket.remoteAddress) === undefined) res.writeContinue();
     onRequest(req, res);
   });
   http.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>
@@ -88,12 +88,14 @@ function upgrade(
   head: Buffer,
 ): void {
   socket.on("error", () => socket.destroy());
-  const refused = app.upgrade(headOf(req));
+  const refused = app.upgrade(headOf(req), req.socket.remoteAddress);
   if (refused !== undefined || app.ws === undefined) {
     socket.end(replyText(refused ?? { status: 404, headers: {}, body: "" }, true));
     return;
   }
   const hub = app.ws;
+  const who = app.principal(headOf(req), req.socket.remoteAddress);
+  const principal = who === undefined || "status" in who ? undefined : who;
   wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
     const session = hub.open(
       {
@@ -104,6 +106,7 @@ function upgrade(
       },
       app.hosted,
       `${req.socket.remoteAddress}:${req.socket.remotePort}`,
+      principal,
     );
     ws.on("message", (data: Buffer | Buffer[] | ArrayBuffer) => {
       const text = Array.isArray(data)
@@ -137,7 +140,8 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
     refuse(app, req, res, app.badRequest(head, 400, "an HTTP/1.1 request must have a Host header"));
     return;
   }
-  const early = app.head(head);
+  const remote = req.socket.remoteAddress;
+  const early = app.head(head, remote);
   if (early !== undefined) {
     if (early.headers.connection === "close") refuse(app, req, res, early);
     else {
@@ -151,7 +155,7 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
     refuse(app, req, res, app.tooLarge(head));
     return;
   }
-  const reply = app.body(head, body);
+  const reply = app.body(head, body, remote);
   send(res, reply instanceof Promise ? await reply : reply);
 }
 

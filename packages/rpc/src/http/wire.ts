@@ -134,14 +134,15 @@ export class WireConnection {
   }
 
   #answer(request: WireRequest, body: string): void {
-    const early = this.#app.head(request.head);
+    const remote = this.#app.hosted ? this.socket.remoteAddress : undefined;
+    const early = this.#app.head(request.head, remote);
     if (early !== undefined) {
       this.#write(early, request.close || early.headers.connection === "close");
       return;
     }
     let reply: HttpReply | Promise<HttpReply>;
     try {
-      reply = this.#app.body(request.head, body);
+      reply = this.#app.body(request.head, body, remote);
     } catch {
       reply = INTERNAL_ERROR;
     }

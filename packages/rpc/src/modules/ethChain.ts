@@ -8,7 +8,7 @@ import type { LogFilter } from "../logFilter.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { RawJson, r } from "../results.js";
-import type { ChainReaderService, TransactionService } from "../services.js";
+import { type ChainReaderService, hostedOwner, type TransactionService } from "../services.js";
 import { callWithAccessList, createAccessList } from "./accessList.js";
 import { blockCount, feeHistory, rewardPercentiles } from "./feeHistory.js";
 import {
@@ -321,7 +321,8 @@ export function ethChainModule(
           sendRawTransaction: method({
             params: [p.data],
             result: r.data,
-            handler: (_s, [raw]) => transactions.sendTransaction(raw, { local: true }),
+            handler: (_s, [raw], ctx) =>
+              transactions.sendTransaction(raw, { local: true, ...hostedOwner(ctx) }),
           }),
         }),
   });

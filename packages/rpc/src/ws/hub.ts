@@ -1,4 +1,5 @@
 import type { Logger } from "@nodex/types";
+import type { HostedAccess, Principal } from "../access.js";
 import type { Dispatcher } from "../dispatcher.js";
 import type { SubscriptionManager } from "../subscriptions.js";
 import { WsSession, type WsSocket } from "./session.js";
@@ -22,6 +23,8 @@ export interface WsHubDeps {
   readonly dispatcher: Dispatcher;
   readonly subscriptions: SubscriptionManager | undefined;
   readonly logger: Logger;
+  /** Keys and limits of hosted mode. */
+  readonly access?: HostedAccess;
 }
 
 /** The open WebSocket sessions of the service, whichever listener and library took them. */
@@ -45,7 +48,7 @@ export class WsHub {
   }
 
   /** A session for a socket that just opened. */
-  open(socket: WsSocket, hosted: boolean, remote: string): WsSession {
+  open(socket: WsSocket, hosted: boolean, remote: string, principal?: Principal): WsSession {
     const session = new WsSession(
       socket,
       {
@@ -53,6 +56,7 @@ export class WsHub {
         maxInFlight: this.opts.maxInFlight,
         hosted,
         remote,
+        ...(principal === undefined ? {} : { principal }),
       },
       this.#deps,
     );

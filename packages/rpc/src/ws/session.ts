@@ -1,4 +1,5 @@
 import type { Logger } from "@nodex/types";
+import type { HostedAccess, Principal, RequestGuard } from "../access.js";
 import { type Dispatcher, errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
 import type { CallContext, SubscriptionHost, SubscriptionRequest } from "../services.js";
@@ -23,12 +24,15 @@ export interface WsSessionOptions {
   readonly remote: string;
   /** Messages whose answers are still being worked out; past it a message is refused. */
   readonly maxInFlight: number;
+  /** Who opened the connection (hosted mode): its key is checked again on every message. */
+  readonly principal?: Principal;
 }
 
 export interface WsSessionDeps {
   readonly dispatcher: Dispatcher;
   readonly subscriptions: SubscriptionManager | undefined;
   readonly logger: Logger;
+  readonly access?: HostedAccess;
 }
 
 /** WebSocket close code for a peer that does not read what it is sent (RFC 6455: 1008). */
@@ -77,11 +81,29 @@ export class WsSession implements NotificationSink {
       );
       return;
     }
+    let guard: RequestGuard | undefined;
+    const { access } = this.#deps;
+    const principal = this.#opts.principal;
+    if (access !== undefined && principal !== undefined) {
+      const still = access.stillValid(principal);
+      if (still === undefined) {
+        // The key was revoked since the connection opened: its holder is told, then dropped.
+        this.#send(
+          errorResponse(
+            null,
+            new RPCError(RPCErrorCode.INVALID_REQUEST, "unauthorized: this API key was revoked"),
+          ),
+        );
+        this.close(CLOSE_POLICY, "API key revoked");
+        return;
+      }
+      guard = access.guard(still);
+    }
     const created: string[] = [];
-    const ctx = this.#context(created);
+    const ctx = this.#context(created, guard?.keyId);
     let out: ReturnType<Dispatcher["dispatch"]>;
     try {
-      out = this.#deps.dispatcher.dispatch(text, ctx);
+      out = this.#deps.dispatcher.dispatch(text, ctx, guard);
     } catch (err) {
       this.#deps.logger.error("WebSocket message failed", { err: String(err) });
       return;
@@ -130,7 +152,7 @@ export class WsSession implements NotificationSink {
     else this.#send(text);
   }
 
-  #context(created: string[]): CallContext {
+  #context(created: string[], keyId: string | undefined): CallContext {
     const subscriptions = this.#deps.subscriptions;
     const connection: SubscriptionHost | undefined =
       subscriptions === undefined
@@ -147,9 +169,10 @@ export class WsSession implements NotificationSink {
               return subscriptions.unsubscribe(this, id);
             },
           };
-    return connection === undefined
-      ? { hosted: this.#opts.hosted }
-      : { hosted: this.#opts.hosted, connection };
+    const hosted = this.#opts.hosted;
+    if (keyId !== undefined)
+      return connection === undefined ? { hosted, keyId } : { hosted, keyId, connection };
+    return connection === undefined ? { hosted } : { hosted, connection };
   }
 
   #answered(out: string | undefined, created: readonly string[]): void {

@@ -36,6 +36,11 @@ const test = defineModule("debug", {
     result: r.string,
     handler: () => new Promise<string>((resolve) => setTimeout(() => resolve("late"), 200)),
   }),
+  traceSlow: method({
+    params: [],
+    result: r.string,
+    handler: () => new Promise<string>((resolve) => setTimeout(() => resolve("late"), 200)),
+  }),
   negative: method({ params: [], result: r.quantity, handler: () => -1n }),
   asyncFail: method({
     params: [],
@@ -57,7 +62,12 @@ const test = defineModule("debug", {
 });
 
 function dispatcher(
-  opts: Partial<{ maxBatchSize: number; maxResponseBytes: number; timeoutMs: number }> = {},
+  opts: Partial<{
+    maxBatchSize: number;
+    maxResponseBytes: number;
+    timeoutMs: number;
+    budgets: { trace?: number };
+  }> = {},
 ) {
   const registry = new MethodRegistry([test], {
     enabled: new Set(["debug"]),
@@ -179,6 +189,21 @@ describe("Dispatcher", () => {
       message: "request timed out: debug_slow ran over the time limit",
     });
     expect((await run(dispatcher(), req("debug_slow"))).result).toBe("late");
+  });
+
+  it("answers a method over its class's time budget with -32011, others as before", async () => {
+    const d = dispatcher({ budgets: { trace: 20 } });
+    expect((await run(d, req("debug_traceSlow"))).error).toEqual({
+      code: -32011,
+      message: "request timed out: debug_traceSlow ran over its time budget of 20 ms (traces)",
+    });
+    expect((await run(d, req("debug_slow"))).result).toBe("late");
+    // The sooner end wins.
+    const both = dispatcher({ timeoutMs: 20, budgets: { trace: 100_000 } });
+    expect((await run(both, req("debug_traceSlow"))).error).toEqual({
+      code: -32011,
+      message: "request timed out: debug_traceSlow ran over the time limit",
+    });
   });
 
   it("answers a response over the size limit with -32011", async () => {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { defineModule, MethodRegistry, method, p, RPCError, r } from "../../src/index.js";
+import {
+  defineModule,
+  MethodRegistry,
+  method,
+  p,
+  type RegisteredMethod,
+  RPCError,
+  r,
+} from "../../src/index.js";
 
 const evm = defineModule("evm", {
   mine: method({ params: [], result: r.string, handler: () => "mined" }),
@@ -35,15 +43,18 @@ describe("MethodRegistry", () => {
     );
   });
 
-  it("says a module is off in hosted mode, even when enabled", () => {
+  it("says a module is off in hosted mode, even when enabled (unless a key lifts it)", () => {
     const reg = new MethodRegistry([eth, evm], {
       enabled: new Set(["eth", "evm"]),
       hostedOff: new Set(["evm"]),
     });
-    expect((reg.lookup("evm_mine") as RPCError).message).toBe(
+    const found = reg.lookup("evm_mine") as RegisteredMethod;
+    expect(found.name).toBe("evm_mine");
+    expect(found.hostedOff?.message).toBe(
       "the method evm_mine is not available: the evm module is disabled in hosted mode",
     );
     expect(reg.enabledModules()).toEqual(["eth"]);
+    expect(reg.methodNames()).not.toContain("evm_mine");
   });
 
   it("says why the methods of an enabled but unavailable module cannot run", () => {

@@ -245,3 +245,43 @@ describe("eviction against a model", () => {
     expect(refusals).toBeGreaterThan(50);
   });
 });
+
+describe("transactions of a hosted node's API keys", () => {
+  it("meet the global limits as remote ones do, though kept as locals", async () => {
+    const p = pool({ globalSlots: 2 });
+    const h = head(richState(4));
+    await p.add(transfer(0, 0, 1n), h, { local: true });
+    await p.add(transfer(1, 0, 1n), h, { local: true });
+    // The node's own user gets in past the limit; a key holder does not.
+    const err = await p
+      .add(transfer(2, 0, 99n), h, { local: true, owner: "key_a" })
+      .catch((e: TxPoolError) => e);
+    expect((err as TxPoolError).code).toBe(TxPoolErrorCode.POOL_FULL);
+    expect(p.status()).toEqual({ pending: 2, queued: 0 });
+  });
+
+  it("hold at most ownerSlots per key, counted over senders, freed as they leave", async () => {
+    const p = pool({ ownerSlots: 2 });
+    const h = head(richState(4));
+    await p.add(transfer(0, 0), h, { local: true, owner: "key_a" });
+    await p.add(transfer(1, 0), h, { local: true, owner: "key_a" });
+    const err = await p
+      .add(transfer(2, 0), h, { local: true, owner: "key_a" })
+      .catch((e: TxPoolError) => e);
+    expect((err as TxPoolError).code).toBe(TxPoolErrorCode.OWNER_SLOTS_FULL);
+    expect((err as TxPoolError).message).toBe(
+      "transaction pool is full for this API key: it has 2 transactions waiting (the share of one key is 2)",
+    );
+    // Another key, and the node's own users, are not held back by it.
+    await p.add(transfer(2, 0), h, { local: true, owner: "key_b" });
+    await p.add(transfer(3, 0), h, { local: true });
+    // A replacement takes no new slot.
+    await p.add(transfer(0, 0, 2_000_000_000n), h, { local: true, owner: "key_a" });
+    // Sender 0's transaction mined: key_a has room again.
+    await p.onNewHead(head(richState(4).set(sender(0), { nonce: 1n })));
+    await p.add(transfer(0, 1), head(richState(4).set(sender(0), { nonce: 1n })), {
+      local: true,
+      owner: "key_a",
+    });
+  });
+});
