@@ -6,6 +6,7 @@ export {
   type FilterChanges,
   FilterManager,
   type FilterOptions,
+  type FilterService,
   type LogChange,
 } from "./filters.js";
 export {
@@ -81,6 +82,15 @@ export type {
   TransactionService,
   WalletService,
 } from "./services.js";
+export { FILTER_TRAIL_BLOCKS, SharedFilterManager } from "./shared/filters.js";
+export {
+  RedisStore,
+  type RedisStoreOptions,
+  redactRedisUrl,
+  redisUrlProblem,
+  type SharedScript,
+  type SharedStore,
+} from "./shared/redis.js";
 export {
   DEFAULT_SUBSCRIPTION_OPTIONS,
   type NotificationSink,
