@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import type { P2PService } from "@nodex/p2p";
-import { createRPCServer, type RPCServer, type RPCServices } from "@nodex/rpc";
+import { createRPCServer, RedisStore, type RPCServer, type RPCServices } from "@nodex/rpc";
 import { type Database, StorageMonitor } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
 import { openWallet } from "./accounts/index.js";
@@ -36,6 +36,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let p2p: P2PService | undefined;
   let storage: StorageMonitor | undefined;
   let heavy: HeavyRequestPool | undefined;
+  let shared: RedisStore | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -128,9 +129,18 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
               },
             }),
       };
+      if (config.redis !== undefined) {
+        // The node starts without Redis too: the shared parts answer -32002 until it is back.
+        shared = new RedisStore(
+          { url: config.redis, network: config.network.name },
+          logger.child({ module: "redis" }),
+        );
+        await shared.connect();
+      }
       rpc = createRPCServer(config.rpc, {
         services,
         logger: logger.child({ module: "rpc" }),
+        ...(shared === undefined ? {} : { shared }),
       });
       await rpc.start();
     },
@@ -138,6 +148,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       stopping ??= (async () => {
         logger.info("Shutting down");
         await rpc?.stop();
+        await shared?.close();
         await p2p?.stop().catch((err: unknown) => {
           logger.error("Stopping the network failed", { error: (err as Error).message });
         });

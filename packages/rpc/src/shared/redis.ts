@@ -73,6 +73,8 @@ export interface RedisStoreOptions {
 
 /** A `--redis` URL's reason for refusal, or `undefined` when it is one Redis can be reached at. */
 export function redisUrlProblem(text: string): string | undefined {
+  if (!text.includes("://"))
+    return `${JSON.stringify(text)} has no scheme: write redis://${text} (rediss:// for TLS)`;
   let url: URL;
   try {
     url = new URL(text);
