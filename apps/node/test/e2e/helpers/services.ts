@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +7,9 @@ import { join } from "node:path";
 // The servers a hosted endpoint runs beside its replicas (Redis, HAProxy), as Debian installs
 // them (`.ci/run` does), started by tests on 127.0.0.1 with a free port and a temp directory,
 // and stopped by PID.
+
+/** Debian puts haproxy in /usr/sbin, which a user's PATH may lack. */
+const HAPROXY = existsSync("/usr/sbin/haproxy") ? "/usr/sbin/haproxy" : "haproxy";
 
 /** A free TCP port on 127.0.0.1 (the kernel's choice, released for the server to take). */
 export function freePort(): Promise<number> {
@@ -179,7 +182,7 @@ export interface RunningHaproxy {
 
 /**
  * Starts Debian's `haproxy` on 127.0.0.1 and a free port in front of `backends` (`r0`, `r1`, …
- * in order): round-robin, health checks on `/health` every 200 ms, a request whose connection
+ * in order): round-robin, health checks on `/health` every 300 ms (down after 3 failures), a request whose connection
  * to a replica fails sent to another, and the name of the replica that answered in the
  * `x-served-by` header.
  */
@@ -207,7 +210,8 @@ export async function startHaproxy(
     "  option httpchk GET /health",
     "  http-check expect status 200",
     "  http-response set-header x-served-by %s",
-    "  default-server inter 200ms fall 1 rise 2",
+    "  timeout check 5s",
+    "  default-server inter 300ms fall 3 rise 2",
     ...backends.map((b, i) => `  server r${i} ${b.host ?? "127.0.0.1"}:${b.port} check`),
     "listen stats",
     `  bind 127.0.0.1:${statsPort}`,
@@ -217,7 +221,7 @@ export async function startHaproxy(
   ].join("\n");
   const path = join(dir, "haproxy.cfg");
   writeFileSync(path, config);
-  const child = run("haproxy", ["-db", "-f", path], dir);
+  const child = run(HAPROXY, ["-db", "-f", path], dir);
   const servers = async (): Promise<Record<string, string>> => {
     const res = await fetch(`http://127.0.0.1:${statsPort}/stats;csv`);
     const out: Record<string, string> = {};
