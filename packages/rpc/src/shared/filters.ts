@@ -420,7 +420,13 @@ export class SharedFilterManager implements FilterService {
       changes = { kind, changes: out.slice(-cap) };
     }
     const trail = [...cursor.trail.slice(0, kept), ...entries].slice(-FILTER_TRAIL_BLOCKS);
-    if (trail.length === 0) return nothing;
+    // Parted below the whole trail with nothing new above: the head is where it stands now.
+    if (trail.length === 0)
+      trail.push({
+        n: head.block.header.number.toString(),
+        h: headHash,
+        ...(kind === "logs" ? { logs: [] } : {}),
+      });
     return {
       changes,
       next: JSON.stringify({ td: head.totalDifficulty.toString(), trail } satisfies ChainCursor),

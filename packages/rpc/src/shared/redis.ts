@@ -151,6 +151,7 @@ export class RedisStore implements SharedStore {
   readonly #where: string;
   readonly #options: RedisOptions;
   readonly #url: string;
+  readonly #connectTimeoutMs: number;
   #subscriber: Redis | undefined;
   readonly #listeners = new Map<string, Set<(message: string) => void>>();
   #up = false;
@@ -167,12 +168,13 @@ export class RedisStore implements SharedStore {
     this.#log = logger;
     this.#url = opts.url;
     this.#where = redactRedisUrl(opts.url);
+    this.#connectTimeoutMs = opts.connectTimeoutMs ?? 2_000;
     this.#options = {
       // Fail at once while down: a request must not wait for a reconnection.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: opts.commandTimeoutMs ?? 2_000,
-      connectTimeout: opts.connectTimeoutMs ?? 2_000,
+      connectTimeout: this.#connectTimeoutMs,
       // Reconnect for ever, at most every 2 s.
       retryStrategy: (times) => Math.min(100 * times, 2_000),
       lazyConnect: true,
@@ -203,7 +205,17 @@ export class RedisStore implements SharedStore {
    * parts answer -32002 until it is reachable; the client keeps trying).
    */
   async connect(): Promise<void> {
-    await this.#redis.connect().catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#connectTimeoutMs);
+    });
+    // ioredis keeps trying after a failed first attempt; the node does not wait for it.
+    await Promise.race([this.#redis.connect().catch(() => {}), waited]);
+    clearTimeout(timer);
+    if (!this.#up && !this.#downLogged)
+      this.#log.warn("Redis not reachable at start-up: shared filters answer -32002 until it is", {
+        redis: this.#where,
+      });
   }
 
   connected(): boolean {

@@ -307,8 +307,20 @@ describe("replicas behind HAProxy sharing filters through Redis", () => {
       replica.logs().includes('"msg":"Redis unreachable') ? true : undefined,
     );
 
+    // A replica started while Redis is down starts, and says so.
+    const late = await startNode({ network: "--devnet", args: ["--redis", redis.url] });
+    nodes.push(late);
+    const lateInstall = () =>
+      send(late.url, { jsonrpc: "2.0", id: 1, method: "eth_newBlockFilter", params: [] });
+    expect(((await lateInstall()).json as { error: { code: number } }).error.code).toBe(-32002);
+    expect(late.logs()).toContain('"msg":"Redis unreachable');
+
     // Back, with its data: the same filter is polled again.
     await redis.up();
+    await until("the late replica to reach Redis", async () =>
+      ((await lateInstall()).json as { result?: string }).result !== undefined ? true : undefined,
+    );
+    expect(late.logs()).toContain('"msg":"Connected to Redis"');
     await until("the filter to answer again", async () =>
       (await error()) === undefined ? true : undefined,
     );
