@@ -34,6 +34,8 @@ export const FILTER_TRAIL_BLOCKS = 64;
 const PENDING_STREAM_LENGTH = 10_000;
 /** How long a transaction seen by one replica is not added again by another. */
 const PENDING_SEEN_MS = 10 * 60_000;
+/** Blocks that left the chain a replica remembers (to tell a rewind from being behind). */
+const DEPARTED_BLOCKS = 4096;
 /** Polls that lost a race with another poll of the same filter try again this many times. */
 const POLL_ATTEMPTS = 8;
 
@@ -157,7 +159,12 @@ export class SharedFilterManager implements FilterService {
   readonly #opts: FilterOptions;
   readonly #now: () => number;
   readonly #log: Logger;
-  readonly #unsubscribe: () => void;
+  readonly #unsubscribe: (() => void)[];
+  /**
+   * Blocks that left this replica's chain (reorganizations, rewinds), newest last: a rewind
+   * deletes them, and a cursor on one of them is behind this replica's head, not ahead of it.
+   */
+  readonly #departed = new Set<string>();
   #pending: string[] = [];
   #flushing = false;
 
@@ -173,11 +180,21 @@ export class SharedFilterManager implements FilterService {
     this.#opts = { ...DEFAULT_FILTER_OPTIONS, ...opts };
     this.#now = this.#opts.now ?? Date.now;
     this.#log = logger;
-    this.#unsubscribe = events.onNewTransaction((tx) => this.#onNewTransaction(tx));
+    this.#unsubscribe = [
+      events.onNewTransaction((tx) => this.#onNewTransaction(tx)),
+      events.onHeadChange((change) => {
+        for (const block of change.added) this.#departed.delete(bytesToHex(block.hash));
+        for (const block of change.removed) {
+          this.#departed.add(bytesToHex(block.hash));
+          if (this.#departed.size > DEPARTED_BLOCKS)
+            this.#departed.delete(this.#departed.values().next().value!);
+        }
+      }),
+    ];
   }
 
   close(): void {
-    this.#unsubscribe();
+    for (const stop of this.#unsubscribe) stop();
   }
 
   async newLogFilter(query: LogQuery): Promise<bigint> {
@@ -324,17 +341,19 @@ export class SharedFilterManager implements FilterService {
     if (headHash === top.h) return nothing;
     const cursorTd = BigInt(cursor.td);
     const topNumber = BigInt(top.n);
-    const known = (await this.#reader.blockByHash(hexToBytes(top.h))) !== null;
+    const departed = this.#departed.has(top.h);
+    const known = departed || (await this.#reader.blockByHash(hexToBytes(top.h))) !== null;
     let canonical = false;
-    if (known && head.block.header.number >= topNumber) {
+    if (!departed && known && head.block.header.number >= topNumber) {
       const atTop = await this.#reader.resolve({ kind: "number", number: topNumber });
       canonical = atTop !== null && bytesToHex(atTop.hash) === top.h;
     }
     if (!canonical) {
       // Behind the cursor, or on a branch no heavier than the one delivered: this replica
-      // knows nothing newer. A lighter head on a chain that has the cursor's block was rewound.
+      // knows nothing newer. A lighter head where the cursor's block left the chain (or is
+      // stored off it) was rewound or reorganized here: that is news.
       if (!known && head.totalDifficulty <= cursorTd) return nothing;
-      if (known && head.totalDifficulty === cursorTd) return nothing;
+      if (known && !departed && head.totalDifficulty === cursorTd) return nothing;
     }
     const cap = this.#opts.maxChanges;
     const added: StoredBlock[] = [];
