@@ -35,7 +35,15 @@ afterAll(async () => {
 async function start(host: string, args: string[] = []) {
   const node = await startNode({
     network: "--devnet",
-    args: ["--p2p-host", host, "--p2p-port", "0", ...args],
+    args: [
+      "--p2p-host",
+      host,
+      "--p2p-port",
+      "0",
+      "--rpc-modules",
+      "eth,net,web3,rpc,txpool,nodex,evm,sco",
+      ...args,
+    ],
   });
   nodes.push(node);
   return node;
@@ -201,6 +209,60 @@ describe("replicas behind HAProxy sharing filters through Redis", () => {
     followers = [survivor, await startFollower()];
     await synced(followers);
   }, 90_000);
+
+  it("a reorganization between replicas: the replica that never saw the lost block gives its logs back as removed", async () => {
+    const [a, b] = followers as [RunningNode, RunningNode];
+    await synced([a, b]);
+    const host = (node: RunningNode) => /\/ip4\/([\d.]+)\//.exec(p2pAddress(node))![1]!;
+    const cut = [
+      [b, [host(producer), host(a)]],
+      [producer, [host(b)]],
+      [a, [host(b)]],
+    ] as const;
+    const filter = (await rpc(b, "eth_newFilter", [{ address: contract }])) as string;
+    for (const [node, others] of cut)
+      for (const address of others) await rpc(node, "sco_banAddress", [address]);
+    await until("B alone", async () =>
+      (await rpc(b, "net_peerCount")) === "0x0" ? true : undefined,
+    );
+    // The light side: B makes one block with a log of a sender of its own.
+    const other = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+    const lightTx = await other.signTransaction({
+      to: contract,
+      nonce: 0,
+      gasLimit: 200_000n,
+      gasPrice: 100_000_000n,
+      chainId: 32n,
+      type: 0,
+    });
+    await rpc(b, "eth_sendRawTransaction", [lightTx]);
+    await rpc(b, "evm_mine");
+    const light = (await rpc(b, "eth_getFilterChanges", [filter])) as Log[];
+    expect(light.map((l) => l.removed)).toEqual([false]);
+    // The heavy side: the producer makes three, which A follows.
+    const heavy = [];
+    for (let i = 0; i < 3; i++) heavy.push((await sendTx({ to: contract })).hash);
+    await synced([a]);
+    // Polled through A, which never had B's block: it comes back removed, from what Redis kept.
+    const changes = (await rpc(a, "eth_getFilterChanges", [filter])) as Log[];
+    expect(changes.map((l) => [l.transactionHash, l.removed])).toEqual([
+      [light[0]!.transactionHash, true],
+      ...heavy.map((h) => [h, false]),
+    ]);
+    expect(changes[0]).toEqual({ ...light[0], removed: true });
+    // B, still on its side, is behind what was delivered: nothing.
+    expect(await rpc(b, "eth_getFilterChanges", [filter])).toEqual([]);
+    // Healed, B reorganizes onto the producer's chain; nothing is given twice.
+    for (const [node, others] of cut)
+      for (const address of others) await rpc(node, "sco_unbanAddress", [address]);
+    await synced([a, b]);
+    const seen = new Set(
+      [...light, ...changes].map((l) => `${l.blockHash}/${l.transactionHash}/${l.removed}`),
+    );
+    const after = (await rpc(b, "eth_getFilterChanges", [filter])) as Log[];
+    for (const l of after)
+      expect(seen.has(`${l.blockHash}/${l.transactionHash}/${l.removed}`)).toBe(false);
+  }, 120_000);
 
   it("a replica killed with SIGKILL mid-load costs only the requests it had in flight", async () => {
     const lb2 = await balancer(followers);
