@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Chain, ChainReader } from "@nodex/chain";
+import { Chain, ChainReader, type LogQuery } from "@nodex/chain";
 import { Executor } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import {
@@ -10,6 +10,7 @@ import {
   bytesToHex,
   contractAddress,
   deriveDevAccounts,
+  type Hash32,
   headerHash,
   hexToBytes,
   keccak256,
@@ -39,11 +40,11 @@ const INIT = hexToBytes(
   `0x61${(RUNTIME.length / 2).toString(16).padStart(4, "0")}80600c6000396000f3${RUNTIME}`,
 );
 const CONTRACT = contractAddress(alice!.address, 0n);
-const QUERY = {
+const QUERY: LogQuery = {
   range: { from: { kind: "tag", tag: "earliest" }, to: { kind: "tag", tag: "latest" } },
   addresses: [CONTRACT],
-  topics: [[PING]],
-} as const;
+  topics: [[PING as Hash32]],
+};
 
 let redis: RunningRedis;
 const dirs: string[] = [];
@@ -74,7 +75,11 @@ let networkSeq = 0;
 /** A store on the test's Redis under a network name of this test's own (a clean prefix). */
 async function store(name: string, opts: { url?: string; commandTimeoutMs?: number } = {}) {
   const s = new RedisStore(
-    { url: opts.url ?? redis.url, network: name, commandTimeoutMs: opts.commandTimeoutMs },
+    {
+      url: opts.url ?? redis.url,
+      network: name,
+      ...(opts.commandTimeoutMs === undefined ? {} : { commandTimeoutMs: opts.commandTimeoutMs }),
+    },
     nullLogger,
   );
   await s.connect();
