@@ -337,15 +337,28 @@ export class RedisStore implements SharedStore {
   }
 }
 
-/** What a client is told when Redis cannot answer: -32002, with what failed. */
-export function unavailable(err: unknown, where: string): RPCError {
+/**
+ * What a client is told when Redis cannot answer: -32002, with what failed. A command Redis
+ * refused for what it is (a script's error) stays as it is: a fault of the node, not an outage.
+ */
+export function unavailable(err: unknown, where: string): Error {
   if (err instanceof RPCError) return err;
   const text = err instanceof Error ? err.message : String(err);
-  const reason = /writeable|Connection is closed|ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/.test(text)
-    ? "is not reachable"
-    : /timed? ?out/i.test(text)
-      ? "is not answering"
-      : `failed (${text})`;
+  // An error of a script or a command itself is the node's (-32603, logged), not an outage.
+  if (
+    err instanceof Error &&
+    err.name === "ReplyError" &&
+    !/^(LOADING|BUSY|MASTERDOWN|READONLY|OOM|NOAUTH|WRONGPASS|NOPERM|CLUSTERDOWN)/.test(text)
+  )
+    return err;
+  const reason =
+    /writeable|Connection is closed|max retries|ECONNREFUSED|ECONNRESET|ENOTFOUND|EHOSTUNREACH|EPIPE/i.test(
+      text,
+    )
+      ? "is not reachable"
+      : /timed? ?out/i.test(text)
+        ? "is not answering"
+        : `failed (${text})`;
   return new RPCError(
     RPCErrorCode.RESOURCE_UNAVAILABLE,
     `shared state unavailable: Redis at ${where} ${reason}; try again once it is back`,

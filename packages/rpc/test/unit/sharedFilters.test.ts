@@ -324,6 +324,12 @@ describe("the shared store", () => {
     await until(async () => got.length === 1);
     expect(got).toEqual(["key-1"]);
     await stop();
+    // A script's own error is a fault of the node (-32603 once answered), not an outage.
+    const failed = await s
+      .run({ name: "broken", lua: "return redis.call('NOSUCHCOMMAND')" }, [], [])
+      .catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(Error);
+    expect(failed).not.toHaveProperty("code", -32002);
   }, 30_000);
 
   it("answers -32002 at once when Redis is not reachable, and when it does not answer", async () => {
