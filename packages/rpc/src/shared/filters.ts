@@ -411,9 +411,23 @@ export class SharedFilterManager implements FilterService {
     } else {
       const q = query!;
       const out: LogChange[] = [];
-      for (const entry of removed)
-        for (const log of entry.logs ?? [])
-          out.push({ found: decodeLog(entry, log), removed: true });
+      for (const entry of removed) {
+        if (entry.logs !== undefined) {
+          for (const log of entry.logs) out.push({ found: decodeLog(entry, log), removed: true });
+          continue;
+        }
+        // Logs not kept in Redis (past MAX_TRAIL_LOGS): from this replica's copy of the block.
+        const block = await this.#reader.blockByHash(hexToBytes(entry.h));
+        if (block === null || !logInRange(q, block.block.header.number)) continue;
+        const receipts = await this.#reader.blockReceipts(block).catch(() => undefined);
+        if (receipts === undefined) continue;
+        for (const f of blockLogs(
+          block,
+          receipts.map((r) => r.receipt),
+          q,
+        ))
+          out.push({ found: withoutBlock(f), removed: true });
+      }
       const bits = {
         addresses: q.addresses.map(bloomBits),
         topics: q.topics.map((position) => position?.map(bloomBits) ?? null),
@@ -438,7 +452,9 @@ export class SharedFilterManager implements FilterService {
       }
       changes = { kind, changes: out.slice(-cap) };
     }
-    const trail = [...cursor.trail.slice(0, kept), ...entries].slice(-FILTER_TRAIL_BLOCKS);
+    const trail = keepLogs(
+      [...cursor.trail.slice(0, kept), ...entries].slice(-FILTER_TRAIL_BLOCKS),
+    );
     // Parted below the whole trail with nothing new above: the head is where it stands now.
     if (trail.length === 0)
       trail.push({
@@ -512,6 +528,26 @@ for i = 1, math.floor(n / 2) do out[i], out[n - i + 1] = out[n - i + 1], out[i] 
 return out
 `,
 };
+
+/**
+ * The logs a filter's trail keeps in Redis, newest blocks first: a filter matching every log
+ * of busy blocks would otherwise rewrite megabytes at each poll. Older entries keep their
+ * number and hash; their logs, if a reorganization removes them, come from the replica's copy
+ * of the block (a replica that never had it cannot give them).
+ */
+export const MAX_TRAIL_LOGS = 1_000;
+
+/** `trail` with the logs of its oldest entries dropped past `MAX_TRAIL_LOGS` (newest kept). */
+export function keepLogs(trail: TrailEntry[]): TrailEntry[] {
+  let kept = 0;
+  for (let i = trail.length - 1; i >= 0; i--) {
+    const entry = trail[i]!;
+    if (entry.logs === undefined) continue;
+    kept += entry.logs.length;
+    if (kept > MAX_TRAIL_LOGS) trail[i] = { n: entry.n, h: entry.h };
+  }
+  return trail;
+}
 
 const LATEST: BlockSelector = { kind: "tag", tag: "latest" };
 

@@ -22,7 +22,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type RunningRedis, startRedis } from "../../../../apps/node/test/e2e/helpers/services.js";
 import type { FilterChanges, LogChange } from "../../src/filters.js";
-import { SharedFilterManager } from "../../src/shared/filters.js";
+import { keepLogs, MAX_TRAIL_LOGS, SharedFilterManager } from "../../src/shared/filters.js";
 import { RedisStore } from "../../src/shared/redis.js";
 
 // Filters shared through a real Redis by "replicas": managers over chains of their own (each
@@ -297,6 +297,21 @@ describe("filters shared through Redis", () => {
     await mainnet.set("k", "main");
     expect(await testnet.get("k")).toBeNull();
     expect(await mainnet.get("k")).toBe("main");
+  });
+});
+
+describe("a filter's trail", () => {
+  it("keeps the logs of its newest blocks up to MAX_TRAIL_LOGS, the blocks' numbers and hashes all", () => {
+    const log = { a: "0x", t: [], d: "0x", tx: "0x", ti: 0, li: 0 };
+    const per = MAX_TRAIL_LOGS / 4;
+    const trail = Array.from({ length: 6 }, (_, i) => ({
+      n: String(i),
+      h: `0x0${i}`,
+      logs: Array.from({ length: per }, () => log),
+    }));
+    const kept = keepLogs(trail);
+    expect(kept.map((e) => e.n)).toEqual(["0", "1", "2", "3", "4", "5"]);
+    expect(kept.map((e) => e.logs?.length)).toEqual([undefined, undefined, per, per, per, per]);
   });
 });
 
