@@ -82,7 +82,7 @@ export type {
   TransactionService,
   WalletService,
 } from "./services.js";
-export { FILTER_TRAIL_BLOCKS, SharedFilterManager } from "./shared/filters.js";
+export { FILTER_TRAIL_BLOCKS, MAX_TRAIL_LOGS, SharedFilterManager } from "./shared/filters.js";
 export {
   RedisStore,
   type RedisStoreOptions,

@@ -69,6 +69,10 @@ async function waitFor(what: string, probe: () => Promise<boolean>, child: Child
   const deadline = Date.now() + ms;
   for (;;) {
     if (await probe()) return;
+    if (child.output().includes("ENOENT"))
+      throw new Error(
+        `${what} is not installed: apt-get install -y redis-server haproxy (what .ci/run does)`,
+      );
     if (child.process.exitCode !== null || child.process.signalCode !== null)
       throw new Error(`${what} exited before it was ready:\n${child.output()}`);
     if (Date.now() > deadline)

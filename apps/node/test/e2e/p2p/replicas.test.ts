@@ -147,7 +147,7 @@ type Log = { transactionHash: string; removed: boolean; blockHash: string };
 describe("replicas behind HAProxy sharing filters through Redis", () => {
   beforeAll(async () => {
     redis = await startRedis();
-    producer = await start("127.0.0.29");
+    producer = await start("127.0.0.29", ["--redis", redis.url]);
     followers = [await startFollower(), await startFollower()];
     await until("both followers connected", async () =>
       (await rpc(producer, "net_peerCount")) === "0x2" ? true : undefined,
@@ -188,6 +188,23 @@ describe("replicas behind HAProxy sharing filters through Redis", () => {
     const all = await result(lb.url, "eth_getFilterLogs", [logFilter.value]);
     expect((all.value as Log[]).map((l) => l.transactionHash)).toEqual([pings.at(-1)]);
   }, 90_000);
+
+  it("a pending-transaction filter polled through the balancer sees each transaction once", async () => {
+    const filter = (await result(lb.url, "eth_newPendingTransactionFilter")).value;
+    const sent: string[] = [];
+    for (let i = 0; i < 3; i++) sent.push((await sendTx({ to: contract })).hash);
+    await synced(followers);
+    const seen: string[] = [];
+    const served = new Set<string>();
+    await until("the three transactions", async () => {
+      const got = await result(lb.url, "eth_getFilterChanges", [filter]);
+      seen.push(...(got.value as string[]));
+      served.add(got.servedBy);
+      return seen.length >= 3 && served.size === 2 ? true : undefined;
+    });
+    expect(seen).toEqual(sent);
+    expect((await result(lb.url, "eth_getFilterChanges", [filter])).value).toEqual([]);
+  }, 60_000);
 
   it("a filter outlives the replica it was installed through", async () => {
     const installedAt = await synced(followers);
