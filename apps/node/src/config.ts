@@ -104,6 +104,8 @@ export interface NodeConfig {
   readonly txpoolKeyShare: number | undefined;
   /** `--api-key-file`: keys a deployment tool provisions, followed while the node runs. */
   readonly apiKeyFile: string | undefined;
+  /** `--redis`: the Redis the replicas of an endpoint share state through; none by default. */
+  readonly redis: string | undefined;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
 }
@@ -350,6 +352,7 @@ export function parseCommandLine(environment: Environment): Command {
     automine: pick<"on" | "off">("automine") !== "off",
     clientVersion: pick<string>("clientVersion"),
     stateFile: pick<string>("stateFile"),
+    redis: pick<string>("redis"),
     blockGasLimit: givenGasLimit ?? (dev ? DEV_BLOCK_GAS_LIMIT : undefined),
     p2p:
       (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"

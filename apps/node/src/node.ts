@@ -10,6 +10,7 @@ import {
   MemoryLimitStore,
   parseKeyFile,
   parseKeyRegistry,
+  RedisStore,
   type RPCServer,
   type RPCServices,
   readUsageFile,
@@ -53,6 +54,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let heavy: HeavyRequestPool | undefined;
   let keyFiles: KeyStore[] = [];
   let usage: { timer: NodeJS.Timeout; write: () => void } | undefined;
+  let shared: RedisStore | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -170,9 +172,23 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
       for (const [id, used] of readUsageFile(usagePath)) {
         if (used.day === utcDay(Date.now())) limits.seed(keyScope(id), used);
       }
+      if (config.redis !== undefined) {
+        // The node starts without Redis too: the shared parts answer -32002 until it is back.
+        shared = new RedisStore(
+          { url: config.redis, network: config.network.name },
+          logger.child({ module: "redis" }),
+        );
+        await shared.connect();
+      }
       rpc = createRPCServer(
         { ...config.rpc, hosted },
-        { services, logger: rpcLog, keys: keyFiles, limits },
+        {
+          services,
+          logger: rpcLog,
+          keys: keyFiles,
+          limits,
+          ...(shared === undefined ? {} : { shared }),
+        },
       );
       await rpc.start();
       if (hosted) {
@@ -207,6 +223,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           usage.write();
         }
         for (const file of keyFiles) file.close();
+        await shared?.close();
         await p2p?.stop().catch((err: unknown) => {
           logger.error("Stopping the network failed", { error: (err as Error).message });
         });

@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { HOSTED_OFF_METHODS, HOSTED_OFF_MODULES, HTTP_LAYERS } from "@nodex/rpc";
+import { HOSTED_OFF_METHODS, HOSTED_OFF_MODULES, HTTP_LAYERS, redisUrlProblem } from "@nodex/rpc";
 import { isNetworkName, LOG_LEVELS, MODULE_NAMES, NETWORK_NAMES, NodexError } from "@nodex/types";
 
 export const OptionErrorCode = {
@@ -368,6 +368,20 @@ export const OPTIONS: readonly OptionDef[] = [
     description: "filters installed at once; past it eth_new*Filter answers -32011",
     defaultText: "10000",
     parse: integer(1, 1_000_000, "a number of filters"),
+  },
+  {
+    key: "redis",
+    flag: "--redis",
+    env: "NODEX_REDIS",
+    valueName: "URL",
+    description:
+      "share state with the other replicas of an endpoint through the Redis at URL (redis:// or rediss:// for TLS, with user:password@ and /db when needed): filters installed through one replica are polled through any; keys go under nodex:<network>:",
+    defaultText: "none (filters are the node's own)",
+    parse: (text) => {
+      const problem = redisUrlProblem(text);
+      if (problem !== undefined) throw invalid(text, problem);
+      return text;
+    },
   },
   {
     key: "rpcHttpLayer",

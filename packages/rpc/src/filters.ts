@@ -44,13 +44,33 @@ type Filter =
   | { kind: "blocks" | "transactions"; lastPoll: number; changes: Uint8Array[] };
 
 /**
+ * What the filter methods call: the node's own filters (`FilterManager`), or the filters the
+ * replicas of an endpoint share through Redis (`SharedFilterManager`).
+ */
+export interface FilterService {
+  newLogFilter(query: LogQuery): bigint | Promise<bigint>;
+  newBlockFilter(): bigint | Promise<bigint>;
+  newPendingTransactionFilter(): bigint | Promise<bigint>;
+  /** What happened since the last poll (or the install); the filter starts collecting anew. */
+  changes(id: bigint): Promise<FilterChanges>;
+  /** Every log a log filter matches now (its block range, against the chain as it is). */
+  logs(id: bigint): Promise<FoundLog[]>;
+  /** The log query of log filter `id` (`eth_getFilterLogs` runs it); counts as a poll. */
+  logQuery(id: bigint): LogQuery | Promise<LogQuery>;
+  /** `true` when the filter was there. */
+  uninstall(id: bigint): boolean | Promise<boolean>;
+  /** Stops following the node's events. */
+  close(): void;
+}
+
+/**
  * The filters of `eth_newFilter`, `eth_newBlockFilter` and `eth_newPendingTransactionFilter`:
  * each collects what happened since its last poll from the node's events (logs of the blocks
  * that joined the chain, with `removed: true` for those of blocks that left it first; block
  * hashes; transaction hashes). Ids are random 128-bit QUANTITY values. A filter not polled for
  * `timeoutMs` is removed; one that is not polled holds at most `maxChanges` changes.
  */
-export class FilterManager {
+export class FilterManager implements FilterService {
   readonly #reader: ChainReaderService;
   readonly #opts: FilterOptions;
   readonly #now: () => number;

@@ -15,6 +15,7 @@ export {
   type FilterChanges,
   FilterManager,
   type FilterOptions,
+  type FilterService,
   type LogChange,
 } from "./filters.js";
 export {
@@ -127,6 +128,15 @@ export type {
   WalletService,
 } from "./services.js";
 export { hostedOwner } from "./services.js";
+export { FILTER_TRAIL_BLOCKS, MAX_TRAIL_LOGS, SharedFilterManager } from "./shared/filters.js";
+export {
+  RedisStore,
+  type RedisStoreOptions,
+  redactRedisUrl,
+  redisUrlProblem,
+  type SharedScript,
+  type SharedStore,
+} from "./shared/redis.js";
 export {
   DEFAULT_SUBSCRIPTION_OPTIONS,
   type NotificationSink,

@@ -9,7 +9,7 @@ import {
 } from "@nodex/types";
 import { HostedAccess } from "./access.js";
 import { Dispatcher } from "./dispatcher.js";
-import { FilterManager } from "./filters.js";
+import { FilterManager, type FilterService } from "./filters.js";
 import { type HealthReport, HttpApp } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
@@ -39,6 +39,8 @@ import {
 } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
 import type { RPCServices } from "./services.js";
+import { SharedFilterManager } from "./shared/filters.js";
+import type { SharedStore } from "./shared/redis.js";
 import { SubscriptionManager } from "./subscriptions.js";
 import { DEFAULT_WS_OPTIONS, WsHub } from "./ws/hub.js";
 
@@ -53,6 +55,11 @@ export interface RPCServerDeps {
   readonly keys?: readonly KeyStore[];
   /** The limit counters; an in-memory store when absent. */
   readonly limits?: LimitStore;
+  /**
+   * State shared with the other replicas of the endpoint (`--redis`): filters live there, so
+   * that any replica answers for a filter installed through another.
+   */
+  readonly shared?: SharedStore;
 }
 
 export interface RPCServer {
@@ -108,10 +115,18 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       nodexChainModule(reader),
       debugRawModule(reader),
     );
-  const filters =
+  const filters: FilterService | undefined =
     reader === undefined || events === undefined
       ? undefined
-      : new FilterManager(reader, events, opts.filters);
+      : deps.shared === undefined
+        ? new FilterManager(reader, events, opts.filters)
+        : new SharedFilterManager(
+            reader,
+            events,
+            deps.shared,
+            log.child({ module: "filters" }),
+            opts.filters,
+          );
   if (filters !== undefined) chainModules.push(filterModule(filters, deps.services.heavy));
   const subscriptions =
     reader === undefined || events === undefined

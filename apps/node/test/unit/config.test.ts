@@ -88,6 +88,16 @@ describe("parseCommandLine", () => {
     expect(config([], { NODEX_CONFIG: file }).network.name).toBe("testnet");
   });
 
+  it("takes a Redis URL from --redis or NODEX_REDIS; none by default", () => {
+    expect(config([]).redis).toBeUndefined();
+    expect(config(["--redis", "rediss://user:pw@cache.internal:6380/2"]).redis).toBe(
+      "rediss://user:pw@cache.internal:6380/2",
+    );
+    expect(config([], { NODEX_REDIS: "redis://127.0.0.1:6379" }).redis).toBe(
+      "redis://127.0.0.1:6379",
+    );
+  });
+
   it("ignores empty environment variables", () => {
     expect(config([], { NODEX_RPC_PORT: "" }).rpc.port).toBe(4444);
   });
@@ -101,6 +111,22 @@ describe("parseCommandLine", () => {
     [
       ["--rpc-cors", "example.com"],
       'invalid value for --rpc-cors: "example.com" is not an origin such as http://localhost:3000, or *',
+    ],
+    [
+      ["--redis", "http://127.0.0.1:6379"],
+      'invalid value for --redis: "http" is not a Redis scheme: use redis:// or rediss:// (TLS)',
+    ],
+    [
+      ["--redis", "127.0.0.1:6379"],
+      'invalid value for --redis: "127.0.0.1:6379" has no scheme: write redis://127.0.0.1:6379 (rediss:// for TLS)',
+    ],
+    [
+      ["--redis", "redis://cache/zero"],
+      'invalid value for --redis: the path "/zero" is not a database number such as /0',
+    ],
+    [
+      ["--redis", "redis://cache:6379?tls=1"],
+      'invalid value for --redis: "redis://cache:6379?tls=1" has a query or fragment, which the node does not read',
     ],
     [["--regtest=yes"], "option --regtest takes no value"],
     [

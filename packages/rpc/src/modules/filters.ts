@@ -1,4 +1,4 @@
-import { type FilterManager, formatId } from "../filters.js";
+import { type FilterService, formatId } from "../filters.js";
 import type { HeavyRequestService } from "../heavyRequests.js";
 import { parseLogFilter } from "../logFilter.js";
 import { p } from "../params.js";
@@ -19,9 +19,9 @@ const filterId = p.quantity;
 
 const id = (value: bigint) => formatId(value);
 
-/** The filter methods of the eth module, served from the node's `FilterManager`. */
+/** The filter methods of the eth module, served from the node's filters or the ones replicas share. */
 export function filterModule(
-  filters: FilterManager,
+  filters: FilterService,
   /** Where `eth_getFilterLogs` runs, off the thread that answers the other requests. */
   heavy?: HeavyRequestService,
 ) {
@@ -63,7 +63,7 @@ export function filterModule(
             JSON.stringify((await filters.logs(filter)).map((log) => formatLog(log))),
           );
         // eth_getLogs' text is the same: each log as JSON.stringify(formatLog(log)) writes it.
-        const query = filters.logQuery(filter);
+        const query = await filters.logQuery(filter);
         return new RawJson(await heavy.run({ method: "eth_getLogs", query }));
       },
     }),

@@ -2,6 +2,7 @@ import { Contract, JsonRpcProvider, keccak256, toUtf8Bytes, Wallet } from "ether
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deployCode } from "../helpers/bytecode.js";
 import { call, type RunningNode, startNode } from "../helpers/node.js";
+import { type RunningRedis, startRedis } from "../helpers/services.js";
 
 // The spec's filter lifecycle (install, poll, uninstall, unknown ids), by kind, with removed
 // logs when evm_revert takes blocks out of the chain; and ethers polling a filter for events.
@@ -14,20 +15,9 @@ let node: RunningNode;
 let provider: JsonRpcProvider;
 let wallet: Wallet;
 let contract: string;
-beforeAll(async () => {
-  node = await startNode();
-  provider = new JsonRpcProvider(node.url, 33, {
-    staticNetwork: true,
-    cacheTimeout: -1,
-    pollingInterval: 50,
-  });
-  wallet = new Wallet(KEY0, provider);
-  contract = (await (await wallet.sendTransaction({ data: deployCode(RUNTIME) })).wait())!
-    .contractAddress!;
-});
+let redis: RunningRedis | undefined;
 afterAll(async () => {
-  provider?.destroy();
-  await node?.stop();
+  await redis?.stop();
 });
 
 async function ok(method: string, params: unknown[] = []): Promise<unknown> {
@@ -39,7 +29,30 @@ async function ok(method: string, params: unknown[] = []): Promise<unknown> {
 const ping = async () =>
   (await (await wallet.sendTransaction({ to: contract, gasLimit: 60_000n })).wait())!;
 
-describe("filters", () => {
+// The same, for a node alone and for one whose filters live in Redis (--redis): a replica of
+// an endpoint answers as a node alone does.
+describe.each(["alone", "sharing its filters through Redis"])("filters of a node %s", (mode) => {
+  beforeAll(async () => {
+    const args: string[] = [];
+    if (mode !== "alone") {
+      redis ??= await startRedis();
+      args.push("--redis", redis.url);
+    }
+    node = await startNode({ args });
+    provider = new JsonRpcProvider(node.url, 33, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      pollingInterval: 50,
+    });
+    wallet = new Wallet(KEY0, provider);
+    contract = (await (await wallet.sendTransaction({ data: deployCode(RUNTIME) })).wait())!
+      .contractAddress!;
+  }, 30_000);
+  afterAll(async () => {
+    provider?.destroy();
+    await node?.stop();
+  });
+
   it("a block filter gives each new block's hash once, then [] until the next", async () => {
     const id = (await ok("eth_newBlockFilter")) as string;
     expect(id).toMatch(/^0x[1-9a-f][0-9a-f]*$/);
