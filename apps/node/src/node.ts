@@ -1,13 +1,22 @@
 import { join } from "node:path";
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import type { P2PService } from "@nodex/p2p";
-import { createRPCServer, type RPCServer, type RPCServices } from "@nodex/rpc";
+import {
+  createMetricsServer,
+  createRPCServer,
+  type MetricsServer,
+  NodeMetrics,
+  type RPCServer,
+  type RPCServices,
+} from "@nodex/rpc";
 import { type Database, StorageMonitor } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
+import { AccessLogWriter } from "./accessLog.js";
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
 import { HeavyRequestPool } from "./heavyPool.js";
+import { registerNodeGauges } from "./metrics.js";
 import { createNetwork, peersView, scoringView } from "./network.js";
 import { createCore, type NodeCore } from "./services.js";
 import { startSignatureRecovery } from "./signatureRecovery.js";
@@ -17,6 +26,8 @@ import { NODEX_VERSION } from "./version.js";
 export interface NodexNode {
   readonly config: NodeConfig;
   rpc(): RPCServer | undefined;
+  /** The metrics listener's address (`--metrics-addr`), once started. */
+  metricsAddress(): { host: string; port: number } | undefined;
   start(): Promise<void>;
   /**
    * Applies what can change without a restart (SIGHUP): the API keys and the ban list read
@@ -36,9 +47,13 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let p2p: P2PService | undefined;
   let storage: StorageMonitor | undefined;
   let heavy: HeavyRequestPool | undefined;
+  let accessLog: AccessLogWriter | undefined;
+  let metricsServer: MetricsServer | undefined;
+  let metricsBound: { host: string; port: number } | undefined;
   return {
     config,
     rpc: () => rpc,
+    metricsAddress: () => metricsBound,
     reload(next) {
       const done: ReturnType<NodexNode["reload"]> = {};
       if (rpc !== undefined) {
@@ -128,16 +143,57 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
               },
             }),
       };
+      const metrics = config.metricsAddr === undefined ? undefined : new NodeMetrics();
+      if (metrics !== undefined) {
+        registerNodeGauges(metrics, {
+          chain,
+          pool: core.admission.pool,
+          p2p: network,
+          datadir: config.datadir,
+          chainId: config.network.chainId,
+        });
+      }
+      if (config.accessLog !== undefined) {
+        accessLog = await AccessLogWriter.open(
+          config.accessLog,
+          logger.child({ module: "access-log" }),
+        );
+      }
       rpc = createRPCServer(config.rpc, {
         services,
         logger: logger.child({ module: "rpc" }),
+        ...(metrics === undefined ? {} : { metrics }),
+        ...(accessLog === undefined ? {} : { accessLog }),
       });
       await rpc.start();
+      if (metrics !== undefined && config.metricsAddr !== undefined) {
+        const server = createMetricsServer(metrics, {
+          health: rpc.health,
+          readiness: rpc.readiness,
+        });
+        const { host, port } = config.metricsAddr;
+        let bound: { host: string; port: number };
+        try {
+          bound = await server.listen(host, port);
+        } catch (err) {
+          throw new Error(describeListenError(err, "the metrics listener", host, port), {
+            cause: err,
+          });
+        }
+        metricsServer = server;
+        metricsBound = bound;
+        logger.info("Metrics listening", {
+          url: `http://${urlHost(bound.host)}:${bound.port}/metrics`,
+        });
+      }
     },
     stop() {
       stopping ??= (async () => {
         logger.info("Shutting down");
+        await metricsServer?.close();
         await rpc?.stop();
+        // After the RPC listeners: every answer given has its line.
+        await accessLog?.close();
         await p2p?.stop().catch((err: unknown) => {
           logger.error("Stopping the network failed", { error: (err as Error).message });
         });
@@ -179,6 +235,20 @@ function describeP2PStartError(err: unknown, host: string, port: number): string
     return `${where}: address not available on this machine (set --p2p-host)`;
   if (text.includes("EACCES")) return `${where}: permission denied`;
   return `${where}: ${text}`;
+}
+
+/** Why a listener did not start, in the operator's terms. */
+function describeListenError(err: unknown, what: string, host: string, port: number): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const where = `${what} cannot listen on ${host}:${port}`;
+  if (text.includes("EADDRINUSE")) return `${where}: address already in use`;
+  if (text.includes("EADDRNOTAVAIL")) return `${where}: address not available on this machine`;
+  if (text.includes("EACCES")) return `${where}: permission denied`;
+  return `${where}: ${text}`;
+}
+
+function urlHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
 }
 
 /** The development accounts and their keys, as Hardhat and Anvil print them. */

@@ -7,11 +7,13 @@ import {
   type ModuleName,
   signatureRecovery,
 } from "@nodex/types";
+import type { AccessLogSink } from "./accessLog.js";
 import { Dispatcher } from "./dispatcher.js";
 import { FilterManager } from "./filters.js";
-import { type HealthReport, HttpApp } from "./http/app.js";
+import { type HealthReport, HttpApp, type ReadinessReport } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
+import type { NodeMetrics } from "./metrics.js";
 import { debugTraceModule } from "./modules/debug.js";
 import { debugRawModule } from "./modules/debugRaw.js";
 import { anvilModule, devEthModule, hardhatModule } from "./modules/devTools.js";
@@ -29,9 +31,11 @@ import { subscribeModule } from "./modules/subscribe.js";
 import { traceModule } from "./modules/trace.js";
 import { txpoolModules } from "./modules/txpool.js";
 import {
+  DEFAULT_READY_OPTIONS,
   HOSTED_DEFAULT_TIMEOUT_MS,
   HOSTED_OFF_METHODS,
   HOSTED_OFF_MODULES,
+  type ReadyOptions,
   type RPCOptions,
 } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
@@ -46,6 +50,10 @@ export interface RPCServerDeps {
   readonly modules?: readonly ModuleDefinition[];
   /** Overrides `opts.httpLayer` (tests, embedding). */
   readonly transport?: HttpTransportFactory;
+  /** The node's metrics, when it keeps them: requests, filters, subscriptions, connections. */
+  readonly metrics?: NodeMetrics;
+  /** One record per HTTP request and WebSocket message, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
 }
 
 export interface RPCServer {
@@ -60,6 +68,10 @@ export interface RPCServer {
    * and hosted mode, which needs a restart.
    */
   setApiKeys(keys: readonly string[]): void;
+  /** `/health`'s report. */
+  health(): HealthReport;
+  /** `/ready`'s report: every check, and which failed. */
+  readiness(): ReadinessReport;
   start(): Promise<{ host: string; port: number }>;
   stop(): Promise<void>;
 }
@@ -163,7 +175,12 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       maxResponseBytes: opts.maxResponseBytes,
       timeoutMs,
     },
-    { registry, services: deps.services, logger: log },
+    {
+      registry,
+      services: deps.services,
+      logger: log,
+      ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+    },
   );
   const health = (): HealthReport => {
     const storage = deps.services.chain.storage?.();
@@ -184,16 +201,42 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       },
     };
   };
+  const readyOptions = { ...DEFAULT_READY_OPTIONS, ...opts.ready };
+  const readiness = (): ReadinessReport => readinessOf(health(), deps.services, readyOptions);
   const ws = new WsHub(
     { ...DEFAULT_WS_OPTIONS, ...opts.ws },
-    { dispatcher, subscriptions, logger: log },
+    {
+      dispatcher,
+      subscriptions,
+      logger: log,
+      ...(deps.accessLog === undefined ? {} : { accessLog: deps.accessLog }),
+    },
   );
+  const metrics = deps.metrics;
+  if (metrics !== undefined) {
+    metrics.setKnownMethods(registry.declaredNames());
+    metrics.gauge("nodex_rpc_filters", "Installed filters (eth_newFilter and kin)", () =>
+      filters === undefined ? 0 : filters.size,
+    );
+    metrics.gauge("nodex_rpc_subscriptions", "Active eth_subscribe subscriptions", () =>
+      subscriptions === undefined ? 0 : subscriptions.size,
+    );
+    metrics.gauge("nodex_rpc_ws_connections", "Open WebSocket connections", () => ws.size);
+  }
   const appOptions = {
     apiKeys: opts.apiKeys,
     corsOrigins: opts.corsOrigins,
     maxBodyBytes: opts.maxBodyBytes,
   };
-  const app = new HttpApp(appOptions, { dispatcher, health, ws });
+  const appDeps = {
+    dispatcher,
+    health,
+    readiness,
+    ws,
+    ...(metrics === undefined ? {} : { metrics }),
+    ...(deps.accessLog === undefined ? {} : { accessLog: deps.accessLog }),
+  };
+  const app = new HttpApp(appOptions, appDeps);
   const chosen =
     deps.transport === undefined
       ? chooseTransport(opts.httpLayer)
@@ -202,7 +245,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   const wsApp =
     opts.wsPort === undefined
       ? undefined
-      : new HttpApp({ ...appOptions, websocketOnly: true }, { dispatcher, health, ws });
+      : new HttpApp({ ...appOptions, websocketOnly: true }, appDeps);
   const wsTransport = wsApp === undefined ? undefined : chosen.factory(wsApp);
   let bound: { host: string; port: number } | undefined;
   let wsBound: { host: string; port: number } | undefined;
@@ -215,6 +258,8 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       app.setApiKeys(keys);
       wsApp?.setApiKeys(keys);
     },
+    health,
+    readiness,
     async start() {
       bound = await transport.listen(opts.host, opts.port);
       if (wsTransport !== undefined && opts.wsPort !== undefined) {
@@ -245,4 +290,47 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       wsBound = undefined;
     },
   };
+}
+
+/**
+ * Readiness: storage takes writes; at least `minPeers` peers; with the peer-to-peer network on,
+ * no more than `maxBlocksBehind` blocks behind the best head the peers report (or the sync's
+ * target); with `maxHeadAgeSeconds`, a head no older than that. Each check gives its figures.
+ */
+export function readinessOf(
+  health: HealthReport,
+  services: Pick<RPCServices, "chain" | "peers">,
+  opts: ReadyOptions,
+): ReadinessReport {
+  const checks: Record<string, Record<string, unknown> & { ok: boolean }> = {};
+  checks.storage = { ok: health.status === "ok" };
+  const peers = services.peers.peerCount();
+  checks.peers = { ok: peers >= opts.minPeers, peers, min: opts.minPeers };
+  const head = services.chain.blockNumber();
+  if (services.peers.listening()) {
+    const syncing = services.peers.syncing();
+    let best = services.peers.bestPeerBlock?.();
+    if (syncing !== false && (best === undefined || syncing.highestBlock > best))
+      best = syncing.highestBlock;
+    const behind = best === undefined || best <= head ? 0n : best - head;
+    checks.sync = {
+      ok: behind <= BigInt(opts.maxBlocksBehind),
+      head: Number(head),
+      bestPeer: best === undefined ? null : Number(best),
+      behind: Number(behind),
+      maxBehind: opts.maxBlocksBehind,
+      syncing: syncing !== false,
+    };
+  }
+  const stamp = services.chain.headTimestamp?.();
+  if (opts.maxHeadAgeSeconds > 0 && stamp !== undefined) {
+    const age = Math.max(0, Math.floor(Date.now() / 1000) - stamp);
+    checks.headAge = {
+      ok: age <= opts.maxHeadAgeSeconds,
+      seconds: age,
+      max: opts.maxHeadAgeSeconds,
+    };
+  }
+  const failed = Object.keys(checks).filter((name) => checks[name]?.ok !== true);
+  return { ...health, ready: failed.length === 0, failed, checks };
 }

@@ -38,6 +38,8 @@ export interface ChainView {
    * free space below the minimum), `/health` says why and `/ready` answers 503.
    */
   storage?(): { readonly writable: boolean; readonly reason?: string; readonly since?: number };
+  /** The best block's timestamp, in seconds since 1970 (the head's age, for metrics and `/ready`). */
+  headTimestamp?(): number;
 }
 
 /** The node's events the filters and subscriptions follow. */
@@ -173,6 +175,8 @@ export interface PeersView {
   syncing(): SyncStatus;
   /** Messages received from peers and not yet handled (`debug_wireProtocolQueueSize`). */
   wireQueueSize?(): number;
+  /** The highest head a connected peer reported; `undefined` without peers. */
+  bestPeerBlock?(): bigint | undefined;
 }
 
 /** One record of `sco_peerList` or the `sco_reputationSummary` object, in the reference node's shape. */
@@ -355,6 +359,8 @@ export interface RPCServices {
 export interface CallContext {
   /** True when the node runs with API keys (hosted mode). */
   readonly hosted: boolean;
+  /** The id of the API key the request came with (hosted mode); never the key itself. */
+  readonly keyId?: string;
   /** The WebSocket connection the request came over; absent over HTTP. */
   readonly connection?: SubscriptionHost;
 }

@@ -1,7 +1,10 @@
 import { createHash } from "node:crypto";
+import { type AccessLogSink, type AccessRecord, newNotes, noted, since } from "../accessLog.js";
 import type { Dispatcher, RequestId } from "../dispatcher.js";
 import { errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
+import type { RequestMetrics } from "../metrics.js";
+import type { CallContext } from "../services.js";
 import type { WsHub } from "../ws/hub.js";
 
 /** What the transport read from the request line and headers. */
@@ -37,11 +40,24 @@ export interface HealthReport {
   readonly [key: string]: unknown;
 }
 
+/** `/ready`'s answer: the health report, whether the node is ready, and each check's figures. */
+export interface ReadinessReport extends HealthReport {
+  readonly ready: boolean;
+  /** The names of the checks that failed. */
+  readonly failed: readonly string[];
+}
+
 export interface HttpAppDeps {
   readonly dispatcher: Dispatcher;
   readonly health: () => HealthReport;
+  /** `/ready`'s checks; without it `/ready` is 503 exactly while the health report is degraded. */
+  readonly readiness?: () => ReadinessReport;
   /** WebSocket sessions; without it upgrades are refused. */
   readonly ws?: WsHub;
+  /** Told of the requests refused for their API key. */
+  readonly metrics?: RequestMetrics;
+  /** One record per request answered, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
 }
 
 const JSON_TYPES = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
@@ -100,15 +116,22 @@ export class HttpApp {
     this.#keyDigests = new Set(keys.map(digest));
   }
 
-  /** Answers what can be answered from the head alone; `undefined` means: read the body. */
-  head(req: HttpRequestHead): HttpReply | undefined {
+  /**
+   * Answers what can be answered from the head alone; `undefined` means: read the body.
+   * `remote`: the client's address, for the access log.
+   */
+  head(req: HttpRequestHead, remote?: string): HttpReply | undefined {
+    const reply = this.#head(req);
+    if (reply !== undefined && this.#deps.accessLog !== undefined)
+      this.#logged(req, reply, remote, performance.now(), 0);
+    return reply;
+  }
+
+  #head(req: HttpRequestHead): HttpReply | undefined {
     const path = pathOf(req.url);
     if (req.method === "GET" && (path === "/health" || path === "/ready")) {
-      // `/health` is liveness: 200 while the node answers. `/ready` is readiness: 503 while
-      // the node is degraded, so that a balancer sends its users elsewhere.
-      const report = this.#deps.health();
-      const status = path === "/ready" && report.status !== "ok" ? 503 : 200;
-      return this.#json(req, status, JSON.stringify(report));
+      const probe = path === "/health" ? healthReply(this.#deps) : readyReply(this.#deps);
+      return this.#json(req, probe.status, probe.body);
     }
     if (this.websocketOnly) {
       return this.#error(
@@ -130,6 +153,7 @@ export class HttpApp {
       );
     }
     if (this.hosted && !this.#keyDigests.has(digest(lastSegment(path)))) {
+      this.#deps.metrics?.unauthorized();
       return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
     }
     const type = req.contentType;
@@ -150,10 +174,25 @@ export class HttpApp {
    * Whether a WebSocket upgrade may go ahead: `undefined` yes, else the reply that refuses it
    * (no WebSocket service, a missing or wrong API key in hosted mode, too many connections).
    */
-  upgrade(req: HttpRequestHead): HttpReply | undefined {
+  upgrade(req: HttpRequestHead, remote?: string): HttpReply | undefined {
+    const refused = this.#upgrade(req);
+    if (this.#deps.accessLog !== undefined) {
+      this.#logged(
+        req,
+        refused ?? { status: 101, headers: {}, body: "" },
+        remote,
+        performance.now(),
+        0,
+      );
+    }
+    return refused;
+  }
+
+  #upgrade(req: HttpRequestHead): HttpReply | undefined {
     if (this.ws === undefined)
       return this.#error(req, 404, "this server does not serve WebSocket connections");
     if (this.hosted && !this.#keyDigests.has(digest(lastSegment(pathOf(req.url))))) {
+      this.#deps.metrics?.unauthorized();
       return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
     }
     if (!this.ws.accepting) {
@@ -167,8 +206,8 @@ export class HttpApp {
   }
 
   /** The reply to a body over the limit; the transport closes the connection after it. */
-  tooLarge(req: HttpRequestHead): HttpReply {
-    return this.#error(
+  tooLarge(req: HttpRequestHead, remote?: string): HttpReply {
+    const reply = this.#error(
       req,
       413,
       `request body too large: the limit is ${this.maxBodyBytes} bytes`,
@@ -176,27 +215,88 @@ export class HttpApp {
         connection: "close",
       },
     );
+    if (this.#deps.accessLog !== undefined)
+      this.#logged(req, reply, remote, performance.now(), req.contentLength ?? 0);
+    return reply;
   }
 
   /**
    * The reply to a request the transport could not take (a malformed or oversized head, a
    * missing Host): `status` and a JSON-RPC error; the transport closes the connection after it.
    */
-  badRequest(req: HttpRequestHead, status: number, message: string): HttpReply {
-    return this.#error(req, status, status === 400 ? `bad request: ${message}` : message, {
+  badRequest(req: HttpRequestHead, status: number, message: string, remote?: string): HttpReply {
+    const reply = this.#error(req, status, status === 400 ? `bad request: ${message}` : message, {
       connection: "close",
     });
+    if (this.#deps.accessLog !== undefined) this.#logged(req, reply, remote, performance.now(), 0);
+    return reply;
   }
 
   /** The answer to a body; synchronous when every method in it is. */
-  body(req: HttpRequestHead, body: string): HttpReply | Promise<HttpReply> {
-    const out = this.#deps.dispatcher.dispatch(
-      body,
-      this.hosted ? this.#hostedCtx : this.#localCtx,
-    );
+  body(req: HttpRequestHead, body: string, remote?: string): HttpReply | Promise<HttpReply> {
+    const ctx = this.hosted ? this.#hostedCtx : this.#localCtx;
+    if (this.#deps.accessLog !== undefined) return this.#loggedBody(req, body, remote, ctx);
+    const out = this.#deps.dispatcher.dispatch(body, ctx);
     return typeof out === "object"
       ? out.then((o) => this.#json(req, 200, o ?? ""))
       : this.#json(req, 200, out ?? "");
+  }
+
+  #loggedBody(
+    req: HttpRequestHead,
+    body: string,
+    remote: string | undefined,
+    ctx: CallContext,
+  ): HttpReply | Promise<HttpReply> {
+    const start = performance.now();
+    const notes = newNotes();
+    const bytesIn = req.contentLength ?? Buffer.byteLength(body);
+    const answer = (o: string | undefined): HttpReply => {
+      const reply = this.#json(req, 200, o ?? "");
+      this.#deps.accessLog?.write({
+        ...this.#record(req, reply, remote, start, bytesIn),
+        ...(ctx.keyId === undefined ? {} : { key: ctx.keyId }),
+        ...noted(notes),
+      });
+      return reply;
+    };
+    const out = this.#deps.dispatcher.dispatch(body, ctx, notes);
+    return typeof out === "object" ? out.then(answer) : answer(out);
+  }
+
+  /** The access record of a reply given without running a method. */
+  #logged(
+    req: HttpRequestHead,
+    reply: HttpReply,
+    remote: string | undefined,
+    start: number,
+    bytesIn: number,
+  ): void {
+    this.#deps.accessLog?.write({
+      ...this.#record(req, reply, remote, start, bytesIn),
+      methods: [],
+      calls: 0,
+      errors: refusalCode(reply),
+    });
+  }
+
+  #record(
+    req: HttpRequestHead,
+    reply: HttpReply,
+    remote: string | undefined,
+    start: number,
+    bytesIn: number,
+  ): Omit<AccessRecord, "methods" | "calls" | "errors"> {
+    return {
+      time: new Date().toISOString(),
+      transport: "http",
+      remote,
+      httpMethod: req.method,
+      status: reply.status,
+      ms: since(start),
+      bytesIn,
+      bytesOut: Buffer.byteLength(reply.body),
+    };
   }
 
   #preflight(req: HttpRequestHead): HttpReply {
@@ -248,6 +348,38 @@ export class HttpApp {
       extra,
     );
   }
+}
+
+const REFUSAL = /^\{"jsonrpc":"2\.0","id":null,"error":\{"code":(-?\d+)/;
+
+/** The JSON-RPC error code of a refusal of this layer (see `#error`), for the access log. */
+function refusalCode(reply: HttpReply): number[] {
+  const found = REFUSAL.exec(reply.body);
+  return found === null ? [] : [Number(found[1])];
+}
+
+/** `/health`: liveness, 200 while the node answers, with the health report. */
+export function healthReply(deps: Pick<HttpAppDeps, "health">): {
+  status: number;
+  body: string;
+} {
+  return { status: 200, body: JSON.stringify(deps.health()) };
+}
+
+/**
+ * `/ready`: readiness, 503 while a check fails (storage refusing writes, too few peers, too far
+ * behind the network), so that a balancer sends its users elsewhere; the body says which.
+ */
+export function readyReply(deps: Pick<HttpAppDeps, "health" | "readiness">): {
+  status: number;
+  body: string;
+} {
+  if (deps.readiness !== undefined) {
+    const report = deps.readiness();
+    return { status: report.ready ? 200 : 503, body: JSON.stringify(report) };
+  }
+  const report = deps.health();
+  return { status: report.status === "ok" ? 200 : 503, body: JSON.stringify(report) };
 }
 
 /** The path of a request target: origin form (`/a?b`) or absolute form (`http://host/a?b`). */

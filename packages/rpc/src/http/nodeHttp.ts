@@ -88,7 +88,7 @@ function upgrade(
   head: Buffer,
 ): void {
   socket.on("error", () => socket.destroy());
-  const refused = app.upgrade(headOf(req));
+  const refused = app.upgrade(headOf(req), req.socket.remoteAddress);
   if (refused !== undefined || app.ws === undefined) {
     socket.end(replyText(refused ?? { status: 404, headers: {}, body: "" }, true));
     return;
@@ -134,10 +134,21 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
   const head = headOf(req);
   if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
     // RFC 9112 §3.2: a server answers 400 to an HTTP/1.1 request without Host.
-    refuse(app, req, res, app.badRequest(head, 400, "an HTTP/1.1 request must have a Host header"));
+    refuse(
+      app,
+      req,
+      res,
+      app.badRequest(
+        head,
+        400,
+        "an HTTP/1.1 request must have a Host header",
+        req.socket.remoteAddress,
+      ),
+    );
     return;
   }
-  const early = app.head(head);
+  const remote = req.socket.remoteAddress;
+  const early = app.head(head, remote);
   if (early !== undefined) {
     if (early.headers.connection === "close") refuse(app, req, res, early);
     else {
@@ -148,10 +159,10 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
   }
   const body = await readBody(req, app.maxBodyBytes);
   if (body === TOO_LARGE) {
-    refuse(app, req, res, app.tooLarge(head));
+    refuse(app, req, res, app.tooLarge(head, remote));
     return;
   }
-  const reply = app.body(head, body);
+  const reply = app.body(head, body, remote);
   send(res, reply instanceof Promise ? await reply : reply);
 }
 

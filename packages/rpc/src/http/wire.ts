@@ -134,14 +134,14 @@ export class WireConnection {
   }
 
   #answer(request: WireRequest, body: string): void {
-    const early = this.#app.head(request.head);
+    const early = this.#app.head(request.head, this.socket.remoteAddress);
     if (early !== undefined) {
       this.#write(early, request.close || early.headers.connection === "close");
       return;
     }
     let reply: HttpReply | Promise<HttpReply>;
     try {
-      reply = this.#app.body(request.head, body);
+      reply = this.#app.body(request.head, body, this.socket.remoteAddress);
     } catch {
       reply = INTERNAL_ERROR;
     }

@@ -1,4 +1,5 @@
 import type { Logger } from "@nodex/types";
+import type { AccessLogSink } from "../accessLog.js";
 import type { Dispatcher } from "../dispatcher.js";
 import type { SubscriptionManager } from "../subscriptions.js";
 import { WsSession, type WsSocket } from "./session.js";
@@ -22,6 +23,8 @@ export interface WsHubDeps {
   readonly dispatcher: Dispatcher;
   readonly subscriptions: SubscriptionManager | undefined;
   readonly logger: Logger;
+  /** One record per message answered, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
 }
 
 /** The open WebSocket sessions of the service, whichever listener and library took them. */

@@ -1,5 +1,6 @@
 import type { Logger } from "@nodex/types";
-import { type Dispatcher, errorResponse } from "../dispatcher.js";
+import { type AccessLogSink, newNotes, noted, since } from "../accessLog.js";
+import { type Dispatcher, type DispatchNotes, errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
 import type { CallContext, SubscriptionHost, SubscriptionRequest } from "../services.js";
 import type { NotificationSink, SubscriptionManager } from "../subscriptions.js";
@@ -29,6 +30,8 @@ export interface WsSessionDeps {
   readonly dispatcher: Dispatcher;
   readonly subscriptions: SubscriptionManager | undefined;
   readonly logger: Logger;
+  /** One record per message answered, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
 }
 
 /** WebSocket close code for a peer that does not read what it is sent (RFC 6455: 1008). */
@@ -79,9 +82,16 @@ export class WsSession implements NotificationSink {
     }
     const created: string[] = [];
     const ctx = this.#context(created);
+    const log = this.#deps.accessLog;
+    const notes = log === undefined ? undefined : newNotes();
+    const start = log === undefined ? 0 : performance.now();
+    const answered = (o: string | undefined): void => {
+      if (notes !== undefined) this.#logged(text, o, ctx.keyId, notes, start);
+      this.#answered(o, created);
+    };
     let out: ReturnType<Dispatcher["dispatch"]>;
     try {
-      out = this.#deps.dispatcher.dispatch(text, ctx);
+      out = this.#deps.dispatcher.dispatch(text, ctx, notes);
     } catch (err) {
       this.#deps.logger.error("WebSocket message failed", { err: String(err) });
       return;
@@ -91,17 +101,36 @@ export class WsSession implements NotificationSink {
       out.then(
         (o) => {
           this.#inFlight--;
-          this.#answered(o, created);
+          answered(o);
         },
         (err: unknown) => {
           this.#inFlight--;
           this.#deps.logger.error("WebSocket message failed", { err: String(err) });
-          this.#answered(undefined, created);
+          answered(undefined);
         },
       );
     } else {
-      this.#answered(out, created);
+      answered(out);
     }
+  }
+
+  #logged(
+    text: string,
+    out: string | undefined,
+    keyId: string | undefined,
+    notes: DispatchNotes,
+    start: number,
+  ): void {
+    this.#deps.accessLog?.write({
+      time: new Date().toISOString(),
+      transport: "ws",
+      remote: this.#opts.remote,
+      ...(keyId === undefined ? {} : { key: keyId }),
+      ...noted(notes),
+      ms: since(start),
+      bytesIn: Buffer.byteLength(text),
+      bytesOut: out === undefined ? 0 : Buffer.byteLength(out),
+    });
   }
 
   /** The connection ended, whichever side ended it. */
