@@ -13,8 +13,8 @@ export interface AccessRecord {
   readonly transport: "http" | "ws";
   /** The client's address (the connection's: a proxy's when behind one). */
   readonly remote: string | undefined;
-  /** The id of the request's API key; absent in local mode or when refused for its key. */
-  readonly key?: string;
+  /** The id of the API key the request came with; undefined (no field in the line) without one. */
+  readonly key: string | undefined;
   /** HTTP only: the request's method (`POST`, `GET`, …) and status. */
   readonly httpMethod?: string;
   readonly status?: number;
@@ -39,15 +39,28 @@ export function newNotes(): DispatchNotes {
   return { methods: [], codes: [] };
 }
 
-/** The methods and errors part of a record, bounded. */
-export function noted(notes: DispatchNotes): Pick<AccessRecord, "methods" | "calls" | "errors"> {
-  const calls = notes.methods.length;
-  return {
-    methods:
-      calls > MAX_LOGGED_METHODS ? notes.methods.slice(0, MAX_LOGGED_METHODS) : notes.methods,
-    calls,
-    errors: notes.codes.length <= 1 ? notes.codes : [...new Set(notes.codes)],
-  };
+/** The method labels of a record: at most `MAX_LOGGED_METHODS`. */
+export function loggedMethods(notes: DispatchNotes): readonly string[] {
+  return notes.methods.length > MAX_LOGGED_METHODS
+    ? notes.methods.slice(0, MAX_LOGGED_METHODS)
+    : notes.methods;
+}
+
+/** The error codes of a record, each once. */
+export function loggedCodes(notes: DispatchNotes): readonly number[] {
+  return notes.codes.length <= 1 ? notes.codes : [...new Set(notes.codes)];
+}
+
+let isoAt = 0;
+let iso = "";
+/** The time now, ISO 8601, made once per millisecond (a busy node answers many in one). */
+export function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoAt) {
+    isoAt = now;
+    iso = new Date(now).toISOString();
+  }
+  return iso;
 }
 
 /** Milliseconds since `start` (a `performance.now()`), to the microsecond. */

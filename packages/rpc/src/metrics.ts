@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { OTHER_METHOD } from "./registry.js";
 
 /** The key label of a request that came without an API key (local mode, or refused for it). */
@@ -73,15 +73,32 @@ export function outcomeOf(code: number): string {
  * heap, garbage collection, file descriptors). Method labels are bounded: names the node does
  * not declare fold into `other`, so a client cannot make new series.
  */
+/** One method's figures: its counts by key and code, its latency histogram. */
+interface MethodFigures {
+  readonly byKey: Map<string, Map<number, { n: number }>>;
+  /** Observations at or under each bound of `LATENCY_BUCKETS` (not cumulative), then above. */
+  readonly buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+type Sample = { labels: Record<string, string | number>; value: number; metricName?: string };
+
+/**
+ * The node's metrics, in Prometheus's text format (prom-client): the JSON-RPC requests, the
+ * gauges the rest of the node registers (`gauge`), and the process's own (event-loop lag,
+ * heap, garbage collection, file descriptors). Method labels are bounded: names the node does
+ * not declare fold into `other`, so a client cannot make new series.
+ *
+ * The request counts and latencies are plain numbers kept here, turned into samples when
+ * Prometheus scrapes: prom-client's own counters and histograms hash their labels on every
+ * call, which would cost each request more than the rest of its accounting.
+ */
 export class NodeMetrics implements RequestMetrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<"method" | "key" | "outcome">;
-  readonly #latency: Histogram<"method">;
   readonly #rateLimited: Counter<"key">;
   #known: ReadonlySet<string> = new Set();
-  /** Label children by `method \0 key \0 code`: prom-client hashes its labels on every call. */
-  readonly #counters = new Map<string, Counter.Internal>();
-  readonly #histograms = new Map<string, Histogram.Internal<"method">>();
+  readonly #methods = new Map<string, MethodFigures>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "nodex_" });
@@ -89,19 +106,18 @@ export class NodeMetrics implements RequestMetrics {
     // stay and sum to the same.
     for (const name of ["active_handles_total", "active_requests_total", "active_resources_total"])
       this.registry.removeSingleMetric(`nodex_nodejs_${name}`);
-    this.#requests = new Counter({
-      name: "nodex_rpc_requests_total",
-      help: "JSON-RPC requests answered or refused, by method, API key id and outcome",
-      labelNames: ["method", "key", "outcome"],
-      registers: [this.registry],
-    });
-    this.#latency = new Histogram({
-      name: "nodex_rpc_request_duration_seconds",
-      help: "Time from reading a JSON-RPC call to its answer, by method",
-      labelNames: ["method"],
-      buckets: LATENCY_BUCKETS,
-      registers: [this.registry],
-    });
+    this.#register(
+      "nodex_rpc_requests_total",
+      "JSON-RPC requests answered or refused, by method, API key id and outcome",
+      "counter",
+      () => this.#requestSamples(),
+    );
+    this.#register(
+      "nodex_rpc_request_duration_seconds",
+      "Time from reading a JSON-RPC call to its answer, by method",
+      "histogram",
+      () => this.#latencySamples(),
+    );
     this.#rateLimited = new Counter({
       name: "nodex_rpc_rate_limited_total",
       help: "JSON-RPC requests refused by a rate limit, by API key id",
@@ -120,25 +136,22 @@ export class NodeMetrics implements RequestMetrics {
   }
 
   call(method: string, keyId: string | undefined, code: number, seconds: number): void {
-    this.#count(method, keyId ?? NO_KEY, code);
-    let histogram = this.#histograms.get(method);
-    if (histogram === undefined) {
-      histogram = this.#latency.labels(method);
-      this.#histograms.set(method, histogram);
-    }
-    histogram.observe(seconds);
+    const figures = this.#count(method, keyId ?? NO_KEY, code);
+    let i = 0;
+    while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
+    figures.buckets[i]! += 1;
+    figures.sum += seconds;
+    figures.count++;
   }
 
   rateLimited(keyId: string | undefined, method?: string): void {
     const key = keyId ?? NO_KEY;
     this.#rateLimited.labels(key).inc();
-    this.#requests
-      .labels(method === undefined ? OTHER_METHOD : this.methodLabel(method), key, "rate_limited")
-      .inc();
+    this.#count(method === undefined ? OTHER_METHOD : this.methodLabel(method), key, RATE_LIMITED);
   }
 
   unauthorized(): void {
-    this.#requests.labels(OTHER_METHOD, NO_KEY, "unauthorized").inc();
+    this.#count(OTHER_METHOD, NO_KEY, UNAUTHORIZED);
   }
 
   /** A gauge read at each scrape. */
@@ -184,13 +197,91 @@ export class NodeMetrics implements RequestMetrics {
     return this.registry.contentType;
   }
 
-  #count(method: string, key: string, code: number): void {
-    const id = `${method}\0${key}\0${code}`;
-    let counter = this.#counters.get(id);
-    if (counter === undefined) {
-      counter = this.#requests.labels(method, key, outcomeOf(code));
-      this.#counters.set(id, counter);
+  #count(method: string, key: string, code: number): MethodFigures {
+    let figures = this.#methods.get(method);
+    if (figures === undefined) {
+      figures = {
+        byKey: new Map(),
+        buckets: new Float64Array(LATENCY_BUCKETS.length + 1),
+        sum: 0,
+        count: 0,
+      };
+      this.#methods.set(method, figures);
     }
-    counter.inc();
+    let codes = figures.byKey.get(key);
+    if (codes === undefined) {
+      codes = new Map();
+      figures.byKey.set(key, codes);
+    }
+    const counter = codes.get(code);
+    if (counter === undefined) codes.set(code, { n: 1 });
+    else counter.n++;
+    return figures;
   }
+
+  #requestSamples(): Sample[] {
+    // Codes of one class add up into one series.
+    const totals = new Map<string, Sample>();
+    for (const [method, figures] of this.#methods) {
+      for (const [key, codes] of figures.byKey) {
+        for (const [code, { n }] of codes) {
+          const outcome = outcomeLabel(code);
+          const id = `${method}\0${key}\0${outcome}`;
+          const sample = totals.get(id);
+          if (sample === undefined) totals.set(id, { labels: { method, key, outcome }, value: n });
+          else sample.value += n;
+        }
+      }
+    }
+    return [...totals.values()];
+  }
+
+  #latencySamples(): Sample[] {
+    const samples: Sample[] = [];
+    const name = "nodex_rpc_request_duration_seconds";
+    for (const [method, figures] of this.#methods) {
+      if (figures.count === 0) continue;
+      let cumulative = 0;
+      LATENCY_BUCKETS.forEach((le, i) => {
+        cumulative += figures.buckets[i]!;
+        samples.push({ metricName: `${name}_bucket`, labels: { le, method }, value: cumulative });
+      });
+      samples.push({
+        metricName: `${name}_bucket`,
+        labels: { le: "+Inf", method },
+        value: figures.count,
+      });
+      samples.push({ metricName: `${name}_sum`, labels: { method }, value: figures.sum });
+      samples.push({ metricName: `${name}_count`, labels: { method }, value: figures.count });
+    }
+    return samples;
+  }
+
+  /** A metric whose samples are made at each scrape by `values`. */
+  #register(
+    name: string,
+    help: string,
+    type: "counter" | "histogram",
+    values: () => Sample[],
+  ): void {
+    const metric = {
+      name,
+      help,
+      type,
+      aggregator: "sum",
+      get: () => Promise.resolve({ name, help, type, aggregator: "sum", values: values() }),
+      reset: () => {},
+    };
+    this.registry.registerMetric(metric as unknown as Parameters<Registry["registerMetric"]>[0]);
+  }
+}
+
+/** Refusals before a method ran, kept among the codes under values no JSON-RPC code takes. */
+const RATE_LIMITED = Number.MIN_SAFE_INTEGER;
+const UNAUTHORIZED = Number.MIN_SAFE_INTEGER + 1;
+
+function outcomeLabel(code: number): string {
+  if (code === RATE_LIMITED) return "rate_limited";
+  if (code === UNAUTHORIZED) return "unauthorized";
+  return outcomeOf(code);
 }

@@ -3,12 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nullLogger } from "@nodex/types";
 import { afterAll, describe, expect, it } from "vitest";
-import { AccessLogWriter } from "../../src/accessLog.js";
+import { AccessLogWriter, accessLine } from "../../src/accessLog.js";
 
 const dir = mkdtempSync(join(tmpdir(), "nodex-access-unit-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const record = (i: number) => ({
+  key: undefined,
   time: new Date(0).toISOString(),
   transport: "http" as const,
   remote: "127.0.0.1",
@@ -45,5 +46,26 @@ describe("AccessLogWriter", () => {
       await writer.close();
     }
     expect(readFileSync(file, "utf8").trimEnd().split("\n")).toHaveLength(2);
+  });
+});
+
+describe("accessLine", () => {
+  it("is the record's JSON, absent fields left out, odd strings escaped", () => {
+    const full = {
+      ...record(1.5),
+      key: 'team "a"\n',
+      httpMethod: "POST",
+      status: 200,
+      methods: ["eth_call", "other"],
+      calls: 20,
+      errors: [-32601, 3],
+    };
+    expect(JSON.parse(accessLine(full))).toEqual(full);
+    expect(accessLine(full).endsWith("}\n")).toBe(true);
+    const ws = { ...record(2), transport: "ws" as const, remote: undefined };
+    const parsed = JSON.parse(accessLine(ws)) as Record<string, unknown>;
+    expect(parsed).toEqual({ ...ws, remote: undefined, key: undefined });
+    expect(Object.keys(parsed)).not.toContain("remote");
+    expect(Object.keys(parsed)).not.toContain("status");
   });
 });

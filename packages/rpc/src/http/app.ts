@@ -1,6 +1,14 @@
 import { createHash } from "node:crypto";
-import { type AccessLogSink, type AccessRecord, newNotes, noted, since } from "../accessLog.js";
-import type { Dispatcher, RequestId } from "../dispatcher.js";
+import {
+  type AccessLogSink,
+  type AccessRecord,
+  isoNow,
+  loggedCodes,
+  loggedMethods,
+  newNotes,
+  since,
+} from "../accessLog.js";
+import type { Dispatcher, DispatchNotes, RequestId } from "../dispatcher.js";
 import { errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
 import type { RequestMetrics } from "../metrics.js";
@@ -253,11 +261,7 @@ export class HttpApp {
     const bytesIn = req.contentLength ?? Buffer.byteLength(body);
     const answer = (o: string | undefined): HttpReply => {
       const reply = this.#json(req, 200, o ?? "");
-      this.#deps.accessLog?.write({
-        ...this.#record(req, reply, remote, start, bytesIn),
-        ...(ctx.keyId === undefined ? {} : { key: ctx.keyId }),
-        ...noted(notes),
-      });
+      this.#deps.accessLog?.write(httpRecord(req, reply, remote, ctx.keyId, notes, start, bytesIn));
       return reply;
     };
     const out = this.#deps.dispatcher.dispatch(body, ctx, notes);
@@ -272,31 +276,9 @@ export class HttpApp {
     start: number,
     bytesIn: number,
   ): void {
-    this.#deps.accessLog?.write({
-      ...this.#record(req, reply, remote, start, bytesIn),
-      methods: [],
-      calls: 0,
-      errors: refusalCode(reply),
-    });
-  }
-
-  #record(
-    req: HttpRequestHead,
-    reply: HttpReply,
-    remote: string | undefined,
-    start: number,
-    bytesIn: number,
-  ): Omit<AccessRecord, "methods" | "calls" | "errors"> {
-    return {
-      time: new Date().toISOString(),
-      transport: "http",
-      remote,
-      httpMethod: req.method,
-      status: reply.status,
-      ms: since(start),
-      bytesIn,
-      bytesOut: Buffer.byteLength(reply.body),
-    };
+    this.#deps.accessLog?.write(
+      httpRecord(req, reply, remote, undefined, undefined, start, bytesIn),
+    );
   }
 
   #preflight(req: HttpRequestHead): HttpReply {
@@ -348,6 +330,33 @@ export class HttpApp {
       extra,
     );
   }
+}
+
+/** The access record of an HTTP request: `notes` when it ran methods, else its refusal's code. */
+function httpRecord(
+  req: HttpRequestHead,
+  reply: HttpReply,
+  remote: string | undefined,
+  keyId: string | undefined,
+  notes: DispatchNotes | undefined,
+  start: number,
+  bytesIn: number,
+): AccessRecord {
+  const calls = notes === undefined ? 0 : notes.methods.length;
+  return {
+    time: isoNow(),
+    transport: "http",
+    remote,
+    key: keyId,
+    httpMethod: req.method,
+    status: reply.status,
+    methods: notes === undefined ? [] : loggedMethods(notes),
+    calls,
+    errors: notes === undefined ? refusalCode(reply) : loggedCodes(notes),
+    ms: since(start),
+    bytesIn,
+    bytesOut: Buffer.byteLength(reply.body),
+  };
 }
 
 const REFUSAL = /^\{"jsonrpc":"2\.0","id":null,"error":\{"code":(-?\d+)/;

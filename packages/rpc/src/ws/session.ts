@@ -1,5 +1,12 @@
 import type { Logger } from "@nodex/types";
-import { type AccessLogSink, newNotes, noted, since } from "../accessLog.js";
+import {
+  type AccessLogSink,
+  isoNow,
+  loggedCodes,
+  loggedMethods,
+  newNotes,
+  since,
+} from "../accessLog.js";
 import { type Dispatcher, type DispatchNotes, errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
 import type { CallContext, SubscriptionHost, SubscriptionRequest } from "../services.js";
@@ -122,11 +129,13 @@ export class WsSession implements NotificationSink {
     start: number,
   ): void {
     this.#deps.accessLog?.write({
-      time: new Date().toISOString(),
+      time: isoNow(),
       transport: "ws",
       remote: this.#opts.remote,
-      ...(keyId === undefined ? {} : { key: keyId }),
-      ...noted(notes),
+      key: keyId,
+      methods: loggedMethods(notes),
+      calls: notes.methods.length,
+      errors: loggedCodes(notes),
       ms: since(start),
       bytesIn: Buffer.byteLength(text),
       bytesOut: out === undefined ? 0 : Buffer.byteLength(out),
