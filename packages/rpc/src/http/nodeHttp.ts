@@ -268,10 +268,16 @@ function clientError(app: HttpApp, err: NodeJS.ErrnoException, socket: Socket): 
         head,
         431,
         `request head too large: the limit is ${maxHeaderSize} bytes`,
+        socket.remoteAddress,
       );
       break;
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      reply = app.badRequest(head, 408, "request timed out: the request was not received in time");
+      reply = app.badRequest(
+        head,
+        408,
+        "request timed out: the request was not received in time",
+        socket.remoteAddress,
+      );
       break;
     default: {
       const reason = (err as { reason?: unknown }).reason;
@@ -279,6 +285,7 @@ function clientError(app: HttpApp, err: NodeJS.ErrnoException, socket: Socket): 
         head,
         400,
         `malformed HTTP request${typeof reason === "string" && reason !== "" ? ` (${reason})` : ""}`,
+        socket.remoteAddress,
       );
     }
   }
