@@ -210,6 +210,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       subscriptions,
       logger: log,
       ...(deps.accessLog === undefined ? {} : { accessLog: deps.accessLog }),
+      ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
     },
   );
   const metrics = deps.metrics;

@@ -9,6 +9,8 @@ import {
 } from "../accessLog.js";
 import { type Dispatcher, type DispatchNotes, errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
+import type { RequestMetrics } from "../metrics.js";
+import { OTHER_METHOD } from "../registry.js";
 import type { CallContext, SubscriptionHost, SubscriptionRequest } from "../services.js";
 import type { NotificationSink, SubscriptionManager } from "../subscriptions.js";
 
@@ -39,6 +41,8 @@ export interface WsSessionDeps {
   readonly logger: Logger;
   /** One record per message answered, when the node keeps an access log. */
   readonly accessLog?: AccessLogSink;
+  /** Told of the messages refused before the dispatcher saw them. */
+  readonly metrics?: RequestMetrics;
 }
 
 /** WebSocket close code for a peer that does not read what it is sent (RFC 6455: 1008). */
@@ -76,15 +80,26 @@ export class WsSession implements NotificationSink {
   onMessage(text: string): void {
     if (this.#closed) return;
     if (this.#inFlight >= this.#opts.maxInFlight) {
-      this.#send(
-        errorResponse(
-          null,
-          new RPCError(
-            RPCErrorCode.LIMIT_EXCEEDED,
-            `too many requests in flight on this connection: at most ${this.#opts.maxInFlight} await their answers; wait for answers before sending more`,
-          ),
+      const refusal = errorResponse(
+        null,
+        new RPCError(
+          RPCErrorCode.LIMIT_EXCEEDED,
+          `too many requests in flight on this connection: at most ${this.#opts.maxInFlight} await their answers; wait for answers before sending more`,
         ),
       );
+      // Refused unread, as a body refused whole: one `other` call.
+      const keyId = this.#context([]).keyId;
+      this.#deps.metrics?.call(OTHER_METHOD, keyId, RPCErrorCode.LIMIT_EXCEEDED, 0);
+      if (this.#deps.accessLog !== undefined) {
+        this.#logged(
+          text,
+          refusal,
+          keyId,
+          { methods: [OTHER_METHOD], codes: [RPCErrorCode.LIMIT_EXCEEDED] },
+          performance.now(),
+        );
+      }
+      this.#send(refusal);
       return;
     }
     const created: string[] = [];
