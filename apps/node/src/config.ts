@@ -4,6 +4,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { DEFAULT_CHAIN_CACHE_SIZES, DEFAULT_STATE_CACHE } from "@nodex/chain";
 import {
   DEFAULT_FILTER_OPTIONS,
+  DEFAULT_READY_OPTIONS,
   DEFAULT_SUBSCRIPTION_OPTIONS,
   DEFAULT_WS_OPTIONS,
   defaultRPCOptions,
@@ -106,6 +107,10 @@ export interface NodeConfig {
   readonly apiKeyFile: string | undefined;
   /** `--redis`: the Redis the replicas of an endpoint share state through; none by default. */
   readonly redis: string | undefined;
+  /** The listener of `/metrics`, `/health` and `/ready` (`--metrics-addr`); off when absent. */
+  readonly metricsAddr: { readonly host: string; readonly port: number } | undefined;
+  /** `--rpc-access-log`: a file, `-` for standard output; off when absent. */
+  readonly accessLog: string | undefined;
   /** Where each setting came from, for the start-up log. */
   readonly sources: Readonly<Record<string, "flag" | "env" | "file">>;
 }
@@ -320,7 +325,14 @@ export function parseCommandLine(environment: Environment): Command {
       maxPerConnection:
         pick<number>("wsMaxSubscriptions") ?? DEFAULT_SUBSCRIPTION_OPTIONS.maxPerConnection,
     },
+    ready: {
+      minPeers: pick<number>("readyMinPeers") ?? DEFAULT_READY_OPTIONS.minPeers,
+      maxBlocksBehind:
+        pick<number>("readyMaxBlocksBehind") ?? DEFAULT_READY_OPTIONS.maxBlocksBehind,
+      maxHeadAgeSeconds: pick<number>("readyMaxHeadAge") ?? DEFAULT_READY_OPTIONS.maxHeadAgeSeconds,
+    },
   };
+  const accessLog = pick<string>("rpcAccessLog");
   const config: NodeConfig = {
     network,
     datadir,
@@ -368,6 +380,11 @@ export function parseCommandLine(environment: Environment): Command {
     keystoreKdf: pick<KeystoreKdf>("keystoreKdf") ?? (dev ? "light" : "standard"),
     signatureRecovery: pick<SignatureRecoveryPreference>("secp256k1") ?? "auto",
     rpc: Object.freeze(rpc),
+    metricsAddr: pick<{ host: string; port: number }>("metricsAddr"),
+    accessLog:
+      accessLog === undefined || accessLog === "-"
+        ? accessLog
+        : expandHome(accessLog, home, environment.cwd ?? "."),
     sources: Object.freeze(sources),
   };
   if (command !== undefined) return commandOf(command, parsed, Object.freeze(config), environment);

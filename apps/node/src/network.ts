@@ -4,6 +4,7 @@ import type { PeersView, ScoringView } from "@nodex/rpc";
 import type { TxAdmission } from "@nodex/txpool";
 import { type BlockHeader, bytesToHex, type Logger } from "@nodex/types";
 import type { NodeConfig, P2PConfig } from "./config.js";
+import { bestPeerBlock } from "./metrics.js";
 
 /**
  * The node on the peer-to-peer network: its key and bans in the datadir, headers checked with
@@ -74,6 +75,7 @@ export function peersView(p2p: P2PService | undefined): PeersView {
     peerList: () => p2p.peerList(),
     syncing: () => p2p.syncing(),
     wireQueueSize: () => p2p.queueSize(),
+    bestPeerBlock: () => bestPeerBlock(p2p),
   };
 }
 

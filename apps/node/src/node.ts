@@ -2,12 +2,15 @@ import { join } from "node:path";
 import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import type { P2PService } from "@nodex/p2p";
 import {
+  createMetricsServer,
   createRPCServer,
   type KeyStore,
   keyRegistryPath,
   keyScope,
   keyUsagePath,
   MemoryLimitStore,
+  type MetricsServer,
+  NodeMetrics,
   parseKeyFile,
   parseKeyRegistry,
   RedisStore,
@@ -20,10 +23,12 @@ import {
 } from "@nodex/rpc";
 import { type Database, StorageMonitor } from "@nodex/state";
 import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
+import { AccessLogWriter } from "./accessLog.js";
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
 import { HeavyRequestPool } from "./heavyPool.js";
+import { registerNodeGauges } from "./metrics.js";
 import { createNetwork, peersView, scoringView } from "./network.js";
 import { createCore, type NodeCore } from "./services.js";
 import { startSignatureRecovery } from "./signatureRecovery.js";
@@ -33,6 +38,8 @@ import { NODEX_VERSION } from "./version.js";
 export interface NodexNode {
   readonly config: NodeConfig;
   rpc(): RPCServer | undefined;
+  /** The metrics listener's address (`--metrics-addr`), once started. */
+  metricsAddress(): { host: string; port: number } | undefined;
   start(): Promise<void>;
   /**
    * Applies what can change without a restart (SIGHUP): the API keys and the ban list read
@@ -55,9 +62,13 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let keyFiles: KeyStore[] = [];
   let usage: { timer: NodeJS.Timeout; write: () => void } | undefined;
   let shared: RedisStore | undefined;
+  let accessLog: AccessLogWriter | undefined;
+  let metricsServer: MetricsServer | undefined;
+  let metricsBound: { host: string; port: number } | undefined;
   return {
     config,
     rpc: () => rpc,
+    metricsAddress: () => metricsBound,
     reload(next) {
       const done: ReturnType<NodexNode["reload"]> = {};
       if (rpc !== undefined) {
@@ -180,6 +191,22 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         );
         await shared.connect();
       }
+      const metrics = config.metricsAddr === undefined ? undefined : new NodeMetrics();
+      if (metrics !== undefined) {
+        registerNodeGauges(metrics, {
+          chain,
+          pool: core.admission.pool,
+          p2p: network,
+          datadir: config.datadir,
+          chainId: config.network.chainId,
+        });
+      }
+      if (config.accessLog !== undefined) {
+        accessLog = await AccessLogWriter.open(
+          config.accessLog,
+          logger.child({ module: "access-log" }),
+        );
+      }
       rpc = createRPCServer(
         { ...config.rpc, hosted },
         {
@@ -188,6 +215,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           keys: keyFiles,
           limits,
           ...(shared === undefined ? {} : { shared }),
+          ...(metrics === undefined ? {} : { metrics }),
+          ...(accessLog === undefined ? {} : { accessLog }),
         },
       );
       await rpc.start();
@@ -213,10 +242,31 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         timer.unref();
         usage = { timer, write };
       }
+      if (metrics !== undefined && config.metricsAddr !== undefined) {
+        const server = createMetricsServer(metrics, {
+          health: rpc.health,
+          readiness: rpc.readiness,
+        });
+        const { host, port } = config.metricsAddr;
+        let bound: { host: string; port: number };
+        try {
+          bound = await server.listen(host, port);
+        } catch (err) {
+          throw new Error(describeListenError(err, "the metrics listener", host, port), {
+            cause: err,
+          });
+        }
+        metricsServer = server;
+        metricsBound = bound;
+        logger.info("Metrics listening", {
+          url: `http://${urlHost(bound.host)}:${bound.port}/metrics`,
+        });
+      }
     },
     stop() {
       stopping ??= (async () => {
         logger.info("Shutting down");
+        await metricsServer?.close();
         await rpc?.stop();
         if (usage !== undefined) {
           clearInterval(usage.timer);
@@ -224,6 +274,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         }
         for (const file of keyFiles) file.close();
         await shared?.close();
+        // After the RPC listeners: every answer given has its line.
+        await accessLog?.close();
         await p2p?.stop().catch((err: unknown) => {
           logger.error("Stopping the network failed", { error: (err as Error).message });
         });
@@ -265,6 +317,20 @@ function describeP2PStartError(err: unknown, host: string, port: number): string
     return `${where}: address not available on this machine (set --p2p-host)`;
   if (text.includes("EACCES")) return `${where}: permission denied`;
   return `${where}: ${text}`;
+}
+
+/** Why a listener did not start, in the operator's terms. */
+function describeListenError(err: unknown, what: string, host: string, port: number): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const where = `${what} cannot listen on ${host}:${port}`;
+  if (text.includes("EADDRINUSE")) return `${where}: address already in use`;
+  if (text.includes("EADDRNOTAVAIL")) return `${where}: address not available on this machine`;
+  if (text.includes("EACCES")) return `${where}: permission denied`;
+  return `${where}: ${text}`;
+}
+
+function urlHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
 }
 
 /** The development accounts and their keys, as Hardhat and Anvil print them. */

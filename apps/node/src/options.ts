@@ -76,6 +76,29 @@ function oneOf(values: readonly string[]): ValueParser {
   };
 }
 
+/** `HOST:PORT`, `[IPv6]:PORT`: where a listener binds. */
+function hostPort(text: string): { host: string; port: number } {
+  const found = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text);
+  if (found === null)
+    throw invalid(text, `${JSON.stringify(text)} is not HOST:PORT (e.g. 127.0.0.1:9464)`);
+  const host = found[1] ?? found[2]!;
+  if (found[1] !== undefined && isIP(host) !== 6)
+    throw invalid(text, `${JSON.stringify(host)} is not an IPv6 address`);
+  const port = Number(found[3]);
+  if (port > 65535) {
+    throw new OptionError(
+      OptionErrorCode.OUT_OF_RANGE,
+      `${port} is out of range for a port (0-65535)`,
+      {
+        text,
+        min: 0,
+        max: 65535,
+      },
+    );
+  }
+  return { host, port };
+}
+
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const API_KEY = /^[A-Za-z0-9_-]{8,128}$/;
 
@@ -705,6 +728,58 @@ export const OPTIONS: readonly OptionDef[] = [
       "signature recovery (transaction senders, ECRECOVER): auto uses libsecp256k1 when the secp256k1 addon loads and passes its self-test, noble otherwise; noble always uses @noble/curves",
     defaultText: "auto",
     parse: oneOf(["auto", "noble"]),
+  },
+  {
+    key: "metricsAddr",
+    flag: "--metrics-addr",
+    env: "NODEX_METRICS_ADDR",
+    valueName: "HOST:PORT",
+    description:
+      "serve Prometheus metrics at /metrics (and /health, /ready) on a listener of their own, e.g. 127.0.0.1:9464; port 0 picks a free port",
+    defaultText: "off",
+    parse: hostPort,
+  },
+  {
+    key: "readyMinPeers",
+    flag: "--ready-min-peers",
+    env: "NODEX_READY_MIN_PEERS",
+    valueName: "N",
+    description: "/ready answers 503 while the node has fewer peers than this",
+    defaultText: "0",
+    parse: integer(0, 10_000, "a number of peers"),
+  },
+  {
+    key: "readyMaxBlocksBehind",
+    flag: "--ready-max-blocks-behind",
+    env: "NODEX_READY_MAX_BLOCKS_BEHIND",
+    valueName: "N",
+    description:
+      "with the peer-to-peer network on, /ready answers 503 while the head is more than N blocks behind the best head a peer reports",
+    defaultText: "10",
+    parse: integer(0, 100_000_000, "a number of blocks"),
+  },
+  {
+    key: "readyMaxHeadAge",
+    flag: "--ready-max-head-age",
+    env: "NODEX_READY_MAX_HEAD_AGE",
+    valueName: "SECONDS",
+    description:
+      "/ready answers 503 while the head's timestamp is more than this many seconds old; 0 turns the check off",
+    defaultText: "0",
+    parse: integer(0, 100_000_000, "a number of seconds"),
+  },
+  {
+    key: "rpcAccessLog",
+    flag: "--rpc-access-log",
+    env: "NODEX_RPC_ACCESS_LOG",
+    valueName: "FILE",
+    description:
+      "write one JSON line per HTTP request and WebSocket message (time, address, key id, methods, status, error codes, duration, bytes) to FILE, appended; - writes to standard output",
+    defaultText: "off",
+    parse: (text) => {
+      if (text.trim() === "") throw invalid(text, "the file name is empty");
+      return text;
+    },
   },
   {
     key: "logLevel",

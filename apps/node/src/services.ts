@@ -98,6 +98,7 @@ export function createCore(
         (chain.head.block.header.minimumGasPrice * GAS_PRICE_MULTIPLIER_PERCENT) / 100n,
       writing: () => chain.writing(),
       storage: () => chain.storage(),
+      headTimestamp: () => Number(chain.head.block.header.timestamp),
     },
     peers: {
       listening: () => false,

@@ -1,9 +1,11 @@
 import type { Logger } from "@nodex/types";
+import { LIMIT_EXCEEDED_CODE } from "./access.js";
 import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 import { countArrayMembers } from "./json.js";
 import { type MethodClass, methodClass } from "./methodClass.js";
+import type { RequestMetrics } from "./metrics.js";
 import { decodeParams } from "./params.js";
-import type { MethodRegistry, RegisteredMethod } from "./registry.js";
+import { type MethodRegistry, OTHER_METHOD, type RegisteredMethod } from "./registry.js";
 import { RawJson } from "./results.js";
 import type { CallContext, RPCServices } from "./services.js";
 
@@ -28,6 +30,25 @@ export interface DispatcherDeps {
   readonly registry: MethodRegistry;
   readonly services: RPCServices;
   readonly logger: Logger;
+  /** Told of every call answered, when the node keeps metrics. */
+  readonly metrics?: RequestMetrics;
+}
+
+/**
+ * What one dispatch did, for the access log: the method label of each call (unknown names
+ * folded to `other`, as in the metrics) and the JSON-RPC error codes answered, in order.
+ */
+export interface DispatchNotes {
+  readonly methods: string[];
+  readonly codes: number[];
+}
+
+/** A call being measured: its method label, when it began, what to tell. */
+interface Observation {
+  readonly method: string;
+  readonly start: number;
+  readonly keyId: string | undefined;
+  readonly notes: DispatchNotes | undefined;
 }
 
 interface ValidCall {
@@ -59,12 +80,14 @@ export class Dispatcher {
   readonly #deps: DispatcherDeps;
   readonly #log: Logger;
   readonly #debug: boolean;
+  readonly #metrics: RequestMetrics | undefined;
 
   constructor(opts: DispatcherOptions, deps: DispatcherDeps) {
     this.#opts = opts;
     this.#deps = deps;
     this.#log = deps.logger;
     this.#debug = deps.logger.isLevelEnabled("debug");
+    this.#metrics = deps.metrics;
   }
 
   /**
@@ -75,16 +98,18 @@ export class Dispatcher {
     body: string,
     ctx: CallContext,
     guard?: CallGuard,
+    notes?: DispatchNotes,
   ): DispatchOutput | Promise<DispatchOutput> {
     const writing = this.#deps.services.chain.writing?.();
-    if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx, guard));
-    return this.#dispatch(body, ctx, guard);
+    if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx, guard, notes));
+    return this.#dispatch(body, ctx, guard, notes);
   }
 
   #dispatch(
     body: string,
     ctx: CallContext,
     guard: CallGuard | undefined,
+    notes: DispatchNotes | undefined,
   ): DispatchOutput | Promise<DispatchOutput> {
     // A batch over the limit is refused before it is parsed: counting its members is a scan,
     // parsing builds every one of them. `[0,0]` is the shortest form of two members, so only a
@@ -92,12 +117,16 @@ export class Dispatcher {
     const max = this.#opts.maxBatchSize;
     if (body.length > 2 * max + 1) {
       const members = countArrayMembers(body);
-      if (members !== undefined && members > max) return batchTooLarge(members, max);
+      if (members !== undefined && members > max) {
+        this.#whole(ctx, notes, RPCErrorCode.INVALID_REQUEST);
+        return batchTooLarge(members, max);
+      }
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
     } catch {
+      this.#whole(ctx, notes, RPCErrorCode.PARSE_ERROR);
       return errorResponse(
         null,
         new RPCError(RPCErrorCode.PARSE_ERROR, "parse error: body is not valid JSON"),
@@ -105,19 +134,23 @@ export class Dispatcher {
     }
     const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
     if (!Array.isArray(parsed)) {
-      const out = this.#handleOne(parsed, ctx, deadline, guard);
+      const out = this.#handleOne(parsed, ctx, deadline, guard, notes);
       return typeof out === "object"
         ? out.then((o) => this.#limitSingle(parsed, o))
         : this.#limitSingle(parsed, out);
     }
     if (parsed.length === 0) {
+      this.#whole(ctx, notes, RPCErrorCode.INVALID_REQUEST);
       return errorResponse(
         null,
         new RPCError(RPCErrorCode.INVALID_REQUEST, "invalid request: empty batch"),
       );
     }
-    if (parsed.length > max) return batchTooLarge(parsed.length, max);
-    const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline, guard));
+    if (parsed.length > max) {
+      this.#whole(ctx, notes, RPCErrorCode.INVALID_REQUEST);
+      return batchTooLarge(parsed.length, max);
+    }
+    const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline, guard, notes));
     return outs.some((out) => typeof out === "object")
       ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done))
       : this.#joinBatch(parsed, outs as DispatchOutput[]);
@@ -160,27 +193,53 @@ export class Dispatcher {
     ctx: CallContext,
     deadline: number,
     guard: CallGuard | undefined,
+    notes: DispatchNotes | undefined,
   ): DispatchOutput | Promise<DispatchOutput> {
+    const measured = this.#metrics !== undefined || notes !== undefined;
+    const start = measured ? performance.now() : 0;
     const call = validateRequest(req);
-    if (call instanceof RPCError) return errorResponse(idOf(req), call);
+    if (call instanceof RPCError) {
+      if (measured) this.#told({ method: OTHER_METHOD, start, keyId: ctx.keyId, notes }, call.code);
+      return errorResponse(idOf(req), call);
+    }
     const found = this.#deps.registry.lookup(call.method);
     if (this.#debug) this.#log.debug("RPC call", { method: call.method, id: call.id });
-    if (found instanceof RPCError)
+    const seen: Observation | undefined = measured
+      ? {
+          method: found instanceof RPCError ? this.#deps.registry.labelOf(call.method) : found.name,
+          start,
+          keyId: ctx.keyId,
+          notes,
+        }
+      : undefined;
+    if (found instanceof RPCError) {
+      if (seen !== undefined) this.#told(seen, found.code);
       return call.notification ? undefined : errorResponse(call.id, found);
+    }
     const refused = guard === undefined ? found.hostedOff : guard.admit(found);
-    if (refused !== undefined)
+    if (refused !== undefined) {
+      if (seen !== undefined) {
+        if (refused.code === LIMIT_EXCEEDED_CODE) {
+          // Counted once, as rate-limited, not again as a call of the method.
+          this.#metrics?.rateLimited(ctx.keyId, found.name);
+          seen.notes?.methods.push(seen.method);
+          seen.notes?.codes.push(refused.code);
+        } else this.#told(seen, refused.code);
+      }
       return call.notification ? undefined : errorResponse(call.id, refused);
+    }
     let value: unknown;
     try {
       const decoded = decodeParams(found.spec.params, call.params);
       if (decoded.error !== undefined) {
+        if (seen !== undefined) this.#told(seen, RPCErrorCode.INVALID_PARAMS);
         return call.notification
           ? undefined
           : errorResponse(call.id, new RPCError(RPCErrorCode.INVALID_PARAMS, decoded.error));
       }
       value = found.spec.handler(this.#deps.services, decoded.value, ctx);
     } catch (err) {
-      return this.#failure(call, err);
+      return this.#failure(call, err, seen);
     }
     if (value instanceof Promise) {
       let until = deadline;
@@ -198,30 +257,60 @@ export class Dispatcher {
         }
       }
       return withDeadline(value, until, call.method, limit).then(
-        (v) => this.#success(call, found.spec.result, v),
-        (err: unknown) => this.#failure(call, err),
+        (v) => this.#success(call, found.spec.result, v, seen),
+        (err: unknown) => this.#failure(call, err, seen),
       );
     }
-    return this.#success(call, found.spec.result, value);
+    return this.#success(call, found.spec.result, value, seen);
   }
 
-  #success(call: ValidCall, encode: (value: never) => unknown, value: unknown): DispatchOutput {
-    if (call.notification) return undefined;
+  #success(
+    call: ValidCall,
+    encode: (value: never) => unknown,
+    value: unknown,
+    seen: Observation | undefined,
+  ): DispatchOutput {
+    if (call.notification) {
+      if (seen !== undefined) this.#told(seen, 0);
+      return undefined;
+    }
     let json: string;
     try {
       const encoded = encode(value as never);
       json = encoded instanceof RawJson ? encoded.text : JSON.stringify(encoded);
     } catch (err) {
-      return this.#failure(call, err);
+      return this.#failure(call, err, seen);
     }
+    if (seen !== undefined) this.#told(seen, 0);
     return `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${json}}`;
   }
 
-  #failure(call: ValidCall, err: unknown): DispatchOutput {
+  #failure(call: ValidCall, err: unknown, seen: Observation | undefined): DispatchOutput {
     if (isUnexpectedError(err)) {
       this.#log.error("RPC method failed", { method: call.method, err: describe(err) });
     }
-    return call.notification ? undefined : errorResponse(call.id, toRPCError(err));
+    if (call.notification) {
+      if (seen !== undefined) this.#told(seen, toRPCError(err).code);
+      return undefined;
+    }
+    const error = toRPCError(err);
+    if (seen !== undefined) this.#told(seen, error.code);
+    return errorResponse(call.id, error);
+  }
+
+  /** A call answered: to the metrics and the notes. */
+  #told(seen: Observation, code: number): void {
+    this.#metrics?.call(seen.method, seen.keyId, code, (performance.now() - seen.start) / 1000);
+    if (seen.notes !== undefined) {
+      seen.notes.methods.push(seen.method);
+      if (code !== 0) seen.notes.codes.push(code);
+    }
+  }
+
+  /** A body refused as a whole (not JSON, an empty or oversized batch): one `other` call. */
+  #whole(ctx: CallContext, notes: DispatchNotes | undefined, code: number): void {
+    if (this.#metrics === undefined && notes === undefined) return;
+    this.#told({ method: OTHER_METHOD, start: performance.now(), keyId: ctx.keyId, notes }, code);
   }
 
   #responseTooLarge(): RPCError {

@@ -7,7 +7,18 @@ export {
   type Principal,
   RequestGuard,
 } from "./access.js";
-export type { CallGuard, DispatcherOptions, DispatchOutput, RequestId } from "./dispatcher.js";
+export {
+  type AccessLogSink,
+  type AccessRecord,
+  MAX_LOGGED_METHODS,
+} from "./accessLog.js";
+export type {
+  CallGuard,
+  DispatcherOptions,
+  DispatchNotes,
+  DispatchOutput,
+  RequestId,
+} from "./dispatcher.js";
 export { Dispatcher, errorResponse } from "./dispatcher.js";
 export { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
 export {
@@ -33,7 +44,13 @@ export {
   type HeavyWorkDeps,
   serveHeavyRequest,
 } from "./heavyWork.js";
-export type { HealthReport, HttpAppOptions, HttpReply, HttpRequestHead } from "./http/app.js";
+export type {
+  HealthReport,
+  HttpAppOptions,
+  HttpReply,
+  HttpRequestHead,
+  ReadinessReport,
+} from "./http/app.js";
 export { HttpApp } from "./http/app.js";
 export { chooseTransport } from "./http/index.js";
 export { createNodeHttpTransport } from "./http/nodeHttp.js";
@@ -74,16 +91,26 @@ export {
   writeUsageFile,
 } from "./limits.js";
 export { type MethodClass, methodClass } from "./methodClass.js";
+export {
+  type GaugeReader,
+  NO_KEY,
+  NodeMetrics,
+  outcomeOf,
+  type RequestMetrics,
+} from "./metrics.js";
+export { createMetricsServer, type MetricsServer } from "./metricsServer.js";
 export { parseTraceConfig, type TraceConfig, type TraceLimits } from "./modules/debug.js";
 export { PROTOCOL_VERSION } from "./modules/nodex.js";
 export { MAX_TRACES_PER_REQUEST, parseTraceFilter, type TraceFilter } from "./modules/trace.js";
 export {
+  DEFAULT_READY_OPTIONS,
   defaultRPCOptions,
   HOSTED_DEFAULT_TIMEOUT_MS,
   HOSTED_OFF_METHODS,
   HOSTED_OFF_MODULES,
   HTTP_LAYERS,
   type HttpLayer,
+  type ReadyOptions,
   type RPCOptions,
 } from "./options.js";
 export type { AnyParamSpec, ParamSpec, ParamValues } from "./params.js";
@@ -96,11 +123,11 @@ export type {
   RegisteredMethod,
   RegistryOptions,
 } from "./registry.js";
-export { defineModule, MethodRegistry, method } from "./registry.js";
+export { defineModule, MethodRegistry, method, OTHER_METHOD } from "./registry.js";
 export type { ResultEncoder } from "./results.js";
 export { RawJson, r } from "./results.js";
 export type { RPCServer, RPCServerDeps } from "./server.js";
-export { createRPCServer } from "./server.js";
+export { createRPCServer, readinessOf } from "./server.js";
 export type {
   AccountsView,
   CallContext,

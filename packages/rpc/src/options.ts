@@ -59,7 +59,25 @@ export interface RPCOptions {
   readonly ws?: Partial<WsOptions>;
   /** Subscription limits; `DEFAULT_SUBSCRIPTION_OPTIONS` for those not given. */
   readonly subscriptions?: Partial<SubscriptionOptions>;
+  /** What `/ready` checks; `DEFAULT_READY_OPTIONS` for those not given. */
+  readonly ready?: Partial<ReadyOptions>;
 }
+
+/** The thresholds of `/ready` (each failing check makes it 503). */
+export interface ReadyOptions {
+  /** Fewest connected peers. */
+  readonly minPeers: number;
+  /** With the peer-to-peer network on: most blocks the head may be behind the best peer's. */
+  readonly maxBlocksBehind: number;
+  /** Oldest the head may be, in seconds (its timestamp against the clock); 0 for no check. */
+  readonly maxHeadAgeSeconds: number;
+}
+
+export const DEFAULT_READY_OPTIONS: ReadyOptions = {
+  minPeers: 0,
+  maxBlocksBehind: 10,
+  maxHeadAgeSeconds: 0,
+};
 
 export type HttpLayer = "auto" | "node";
 export const HTTP_LAYERS: readonly HttpLayer[] = ["auto", "node"];

@@ -4,6 +4,9 @@ import type { AnyParamSpec, ParamValues } from "./params.js";
 import type { ResultEncoder } from "./results.js";
 import type { CallContext, RPCServices } from "./services.js";
 
+/** The method label of a request whose method the node does not declare (or that has none). */
+export const OTHER_METHOD = "other";
+
 /** One JSON-RPC method: its parameters, its result encoder and its handler. */
 export interface MethodSpec<P extends readonly AnyParamSpec[], R> {
   readonly params: P;
@@ -169,6 +172,19 @@ export class MethodRegistry {
       RPCErrorCode.METHOD_NOT_FOUND,
       `the method ${name} does not exist/is not available`,
     );
+  }
+
+  /**
+   * The name of a declared method (served, turned off or of a module not enabled), else
+   * `other`: a label whose values a client cannot choose (metrics, the access log).
+   */
+  labelOf(name: string): string {
+    return this.#methods.has(name) || this.#disabled.has(name) ? name : OTHER_METHOD;
+  }
+
+  /** Every declared method's name: served, turned off, or of a module not enabled. */
+  declaredNames(): string[] {
+    return [...this.#methods.keys(), ...this.#disabled.keys()];
   }
 
   /** Names of the served methods, sorted. */

@@ -8,13 +8,15 @@ import {
   signatureRecovery,
 } from "@nodex/types";
 import { HostedAccess } from "./access.js";
+import type { AccessLogSink } from "./accessLog.js";
 import { Dispatcher } from "./dispatcher.js";
 import { FilterManager, type FilterService } from "./filters.js";
-import { type HealthReport, HttpApp } from "./http/app.js";
+import { type HealthReport, HttpApp, type ReadinessReport } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
 import { CombinedKeyStore, type KeyStore, StaticKeyStore } from "./keys.js";
 import { type LimitStore, MemoryLimitStore } from "./limits.js";
+import type { NodeMetrics } from "./metrics.js";
 import { debugTraceModule } from "./modules/debug.js";
 import { debugRawModule } from "./modules/debugRaw.js";
 import { anvilModule, devEthModule, hardhatModule } from "./modules/devTools.js";
@@ -32,9 +34,11 @@ import { subscribeModule } from "./modules/subscribe.js";
 import { traceModule } from "./modules/trace.js";
 import { txpoolModules } from "./modules/txpool.js";
 import {
+  DEFAULT_READY_OPTIONS,
   HOSTED_DEFAULT_TIMEOUT_MS,
   HOSTED_OFF_METHODS,
   HOSTED_OFF_MODULES,
+  type ReadyOptions,
   type RPCOptions,
 } from "./options.js";
 import { MethodRegistry, type ModuleDefinition } from "./registry.js";
@@ -60,6 +64,10 @@ export interface RPCServerDeps {
    * that any replica answers for a filter installed through another.
    */
   readonly shared?: SharedStore;
+  /** The node's metrics, when it keeps them: requests, filters, subscriptions, connections. */
+  readonly metrics?: NodeMetrics;
+  /** One record per HTTP request and WebSocket message, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
 }
 
 export interface RPCServer {
@@ -76,6 +84,10 @@ export interface RPCServer {
   setApiKeys(keys: readonly string[]): void;
   /** Keys and limits, in hosted mode. */
   readonly access: HostedAccess | undefined;
+  /** `/health`'s report. */
+  health(): HealthReport;
+  /** `/ready`'s report: every check, and which failed. */
+  readiness(): ReadinessReport;
   start(): Promise<{ host: string; port: number }>;
   stop(): Promise<void>;
 }
@@ -204,7 +216,12 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       timeoutMs,
       ...(opts.budgets === undefined ? {} : { budgets: opts.budgets }),
     },
-    { registry, services: deps.services, logger: log },
+    {
+      registry,
+      services: deps.services,
+      logger: log,
+      ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+    },
   );
   const health = (): HealthReport => {
     const storage = deps.services.chain.storage?.();
@@ -225,15 +242,45 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       },
     };
   };
+  const readyOptions = { ...DEFAULT_READY_OPTIONS, ...opts.ready };
+  const readiness = (): ReadinessReport => readinessOf(health(), deps.services, readyOptions);
   const ws = new WsHub(
     { ...DEFAULT_WS_OPTIONS, ...opts.ws },
-    { dispatcher, subscriptions, logger: log, ...(access === undefined ? {} : { access }) },
+    {
+      dispatcher,
+      subscriptions,
+      logger: log,
+      ...(access === undefined ? {} : { access }),
+      ...(deps.accessLog === undefined ? {} : { accessLog: deps.accessLog }),
+      ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+    },
   );
+  const metrics = deps.metrics;
+  if (metrics !== undefined) {
+    metrics.setKnownMethods(registry.declaredNames());
+    // Filters shared through Redis are counted there, for every replica at once: a replica's
+    // gauge would count them again for each; the series is left out then.
+    metrics.gauge("nodex_rpc_filters", "Installed filters (eth_newFilter and kin)", () =>
+      filters === undefined ? 0 : filters instanceof FilterManager ? filters.size : undefined,
+    );
+    metrics.gauge("nodex_rpc_subscriptions", "Active eth_subscribe subscriptions", () =>
+      subscriptions === undefined ? 0 : subscriptions.size,
+    );
+    metrics.gauge("nodex_rpc_ws_connections", "Open WebSocket connections", () => ws.size);
+  }
   const appOptions = {
     corsOrigins: opts.corsOrigins,
     maxBodyBytes: opts.maxBodyBytes,
   };
-  const appDeps = { dispatcher, health, ws, ...(access === undefined ? {} : { access }) };
+  const appDeps = {
+    dispatcher,
+    health,
+    readiness,
+    ws,
+    ...(access === undefined ? {} : { access }),
+    ...(metrics === undefined ? {} : { metrics }),
+    ...(deps.accessLog === undefined ? {} : { accessLog: deps.accessLog }),
+  };
   const app = new HttpApp(appOptions, appDeps);
   const chosen =
     deps.transport === undefined
@@ -260,6 +307,8 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
         throw new Error("switching between local and hosted mode needs a restart");
       staticKeys.set(keys);
     },
+    health,
+    readiness,
     async start() {
       bound = await transport.listen(opts.host, opts.port);
       if (wsTransport !== undefined && opts.wsPort !== undefined) {
@@ -291,4 +340,47 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       wsBound = undefined;
     },
   };
+}
+
+/**
+ * Readiness: storage takes writes; at least `minPeers` peers; with the peer-to-peer network on,
+ * no more than `maxBlocksBehind` blocks behind the best head the peers report (or the sync's
+ * target); with `maxHeadAgeSeconds`, a head no older than that. Each check gives its figures.
+ */
+export function readinessOf(
+  health: HealthReport,
+  services: Pick<RPCServices, "chain" | "peers">,
+  opts: ReadyOptions,
+): ReadinessReport {
+  const checks: Record<string, Record<string, unknown> & { ok: boolean }> = {};
+  checks.storage = { ok: health.status === "ok" };
+  const peers = services.peers.peerCount();
+  checks.peers = { ok: peers >= opts.minPeers, peers, min: opts.minPeers };
+  const head = services.chain.blockNumber();
+  if (services.peers.listening()) {
+    const syncing = services.peers.syncing();
+    let best = services.peers.bestPeerBlock?.();
+    if (syncing !== false && (best === undefined || syncing.highestBlock > best))
+      best = syncing.highestBlock;
+    const behind = best === undefined || best <= head ? 0n : best - head;
+    checks.sync = {
+      ok: behind <= BigInt(opts.maxBlocksBehind),
+      head: Number(head),
+      bestPeer: best === undefined ? null : Number(best),
+      behind: Number(behind),
+      maxBehind: opts.maxBlocksBehind,
+      syncing: syncing !== false,
+    };
+  }
+  const stamp = services.chain.headTimestamp?.();
+  if (opts.maxHeadAgeSeconds > 0 && stamp !== undefined) {
+    const age = Math.max(0, Math.floor(Date.now() / 1000) - stamp);
+    checks.headAge = {
+      ok: age <= opts.maxHeadAgeSeconds,
+      seconds: age,
+      max: opts.maxHeadAgeSeconds,
+    };
+  }
+  const failed = Object.keys(checks).filter((name) => checks[name]?.ok !== true);
+  return { ...health, ready: failed.length === 0, failed, checks };
 }

@@ -38,6 +38,8 @@ export interface ChainView {
    * free space below the minimum), `/health` says why and `/ready` answers 503.
    */
   storage?(): { readonly writable: boolean; readonly reason?: string; readonly since?: number };
+  /** The best block's timestamp, in seconds since 1970 (the head's age, for metrics and `/ready`). */
+  headTimestamp?(): number;
 }
 
 /** The node's events the filters and subscriptions follow. */
@@ -180,6 +182,8 @@ export interface PeersView {
   syncing(): SyncStatus;
   /** Messages received from peers and not yet handled (`debug_wireProtocolQueueSize`). */
   wireQueueSize?(): number;
+  /** The highest head a connected peer reported; `undefined` without peers. */
+  bestPeerBlock?(): bigint | undefined;
 }
 
 /** One record of `sco_peerList` or the `sco_reputationSummary` object, in the reference node's shape. */

@@ -27,6 +27,24 @@ describe("parseCommandLine", () => {
     expect(Object.isFrozen(c.rpc)).toBe(true);
   });
 
+  it("reads the operations settings: metrics listener, readiness checks, access log", () => {
+    const off = config(["--regtest"]);
+    expect(off.metricsAddr).toBeUndefined();
+    expect(off.accessLog).toBeUndefined();
+    expect(off.rpc.ready).toEqual({ minPeers: 0, maxBlocksBehind: 10, maxHeadAgeSeconds: 0 });
+    const c = config(
+      ["--metrics-addr", "[::1]:9464", "--ready-min-peers", "2", "--rpc-access-log", "logs/a.log"],
+      { NODEX_READY_MAX_BLOCKS_BEHIND: "3", NODEX_READY_MAX_HEAD_AGE: "300" },
+    );
+    expect(c.metricsAddr).toEqual({ host: "::1", port: 9464 });
+    expect(c.accessLog).toBe("/srv/logs/a.log");
+    expect(c.rpc.ready).toEqual({ minPeers: 2, maxBlocksBehind: 3, maxHeadAgeSeconds: 300 });
+    expect(config(["--rpc-access-log", "-"]).accessLog).toBe("-");
+    for (const bad of ["9464", "localhost", "127.0.0.1:", "127.0.0.1:65536", "[nope]:1", "a b:1"]) {
+      expect(() => config(["--metrics-addr", bad])).toThrow(UsageError);
+    }
+  });
+
   it("applies the regtest preset", () => {
     const c = config(["--regtest"]);
     expect(c.network.chainId).toBe(33);

@@ -1,7 +1,18 @@
-import type { HostedAccess, Principal } from "../access.js";
-import type { Dispatcher, RequestId } from "../dispatcher.js";
+import type { HostedAccess, Principal, RequestGuard } from "../access.js";
+import {
+  type AccessLogSink,
+  type AccessRecord,
+  isoNow,
+  loggedCodes,
+  loggedMethods,
+  newNotes,
+  since,
+} from "../accessLog.js";
+import type { Dispatcher, DispatchNotes, RequestId } from "../dispatcher.js";
 import { errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
+import type { RequestMetrics } from "../metrics.js";
+import type { CallContext } from "../services.js";
 import type { WsHub } from "../ws/hub.js";
 
 /** What the transport read from the request line and headers. */
@@ -36,13 +47,26 @@ export interface HealthReport {
   readonly [key: string]: unknown;
 }
 
+/** `/ready`'s answer: the health report, whether the node is ready, and each check's figures. */
+export interface ReadinessReport extends HealthReport {
+  readonly ready: boolean;
+  /** The names of the checks that failed. */
+  readonly failed: readonly string[];
+}
+
 export interface HttpAppDeps {
   readonly dispatcher: Dispatcher;
   readonly health: () => HealthReport;
+  /** `/ready`'s checks; without it `/ready` is 503 exactly while the health report is degraded. */
+  readonly readiness?: () => ReadinessReport;
   /** WebSocket sessions; without it upgrades are refused. */
   readonly ws?: WsHub;
   /** Keys and limits of hosted mode; without it the node is local (the path is ignored). */
   readonly access?: HostedAccess;
+  /** Told of the requests refused for their API key. */
+  readonly metrics?: RequestMetrics;
+  /** One record per request answered, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
 }
 
 const JSON_TYPES = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
@@ -73,6 +97,8 @@ export class HttpApp {
   /** WebSocket sessions, when the service takes WebSocket connections. */
   readonly ws: WsHub | undefined;
   readonly #access: HostedAccess | undefined;
+  /** Whether requests need the client's address: hosted mode, or an access log. */
+  readonly needsRemote: boolean;
   readonly #corsAny: boolean;
   readonly #corsOrigins: ReadonlySet<string>;
   readonly #deps: HttpAppDeps;
@@ -82,6 +108,7 @@ export class HttpApp {
     this.maxBodyBytes = opts.maxBodyBytes;
     this.drainBytes = Math.max(4 * opts.maxBodyBytes, 64 * 1024 * 1024);
     this.#access = deps.access;
+    this.needsRemote = deps.access !== undefined || deps.accessLog !== undefined;
     this.hosted = deps.access !== undefined;
     this.websocketOnly = opts.websocketOnly === true;
     this.ws = deps.ws;
@@ -100,15 +127,22 @@ export class HttpApp {
     return "reason" in who ? this.#error(req, 401, who.message) : who;
   }
 
-  /** Answers what can be answered from the head alone; `undefined` means: read the body. */
+  /**
+   * Answers what can be answered from the head alone; `undefined` means: read the body.
+   * `remote`: the client's address (keyless limits, the access log).
+   */
   head(req: HttpRequestHead, remote?: string): HttpReply | undefined {
+    const reply = this.#head(req, remote);
+    if (reply !== undefined && this.#deps.accessLog !== undefined)
+      this.#logged(req, reply, remote, performance.now(), 0);
+    return reply;
+  }
+
+  #head(req: HttpRequestHead, remote: string | undefined): HttpReply | undefined {
     const path = pathOf(req.url);
     if (req.method === "GET" && (path === "/health" || path === "/ready")) {
-      // `/health` is liveness: 200 while the node answers. `/ready` is readiness: 503 while
-      // the node is degraded, so that a balancer sends its users elsewhere.
-      const report = this.#deps.health();
-      const status = path === "/ready" && report.status !== "ok" ? 503 : 200;
-      return this.#json(req, status, JSON.stringify(report));
+      const probe = path === "/health" ? healthReply(this.#deps) : readyReply(this.#deps);
+      return this.#json(req, probe.status, probe.body);
     }
     if (this.websocketOnly) {
       return this.#error(
@@ -131,7 +165,10 @@ export class HttpApp {
     }
     if (this.#access !== undefined) {
       const who = this.principal(req, remote);
-      if (who !== undefined && "status" in who) return who;
+      if (who !== undefined && "status" in who) {
+        this.#deps.metrics?.unauthorized();
+        return who;
+      }
     }
     const type = req.contentType;
     if (type !== "application/json" && !isJsonType(type)) {
@@ -152,11 +189,28 @@ export class HttpApp {
    * (no WebSocket service, a missing or wrong API key in hosted mode, too many connections).
    */
   upgrade(req: HttpRequestHead, remote?: string): HttpReply | undefined {
+    const refused = this.#upgrade(req, remote);
+    if (this.#deps.accessLog !== undefined) {
+      this.#logged(
+        req,
+        refused ?? { status: 101, headers: {}, body: "" },
+        remote,
+        performance.now(),
+        0,
+      );
+    }
+    return refused;
+  }
+
+  #upgrade(req: HttpRequestHead, remote: string | undefined): HttpReply | undefined {
     if (this.ws === undefined)
       return this.#error(req, 404, "this server does not serve WebSocket connections");
     if (this.#access !== undefined) {
       const who = this.principal(req, remote);
-      if (who !== undefined && "status" in who) return who;
+      if (who !== undefined && "status" in who) {
+        this.#deps.metrics?.unauthorized();
+        return who;
+      }
     }
     if (!this.ws.accepting) {
       return this.#error(
@@ -169,8 +223,8 @@ export class HttpApp {
   }
 
   /** The reply to a body over the limit; the transport closes the connection after it. */
-  tooLarge(req: HttpRequestHead): HttpReply {
-    return this.#error(
+  tooLarge(req: HttpRequestHead, remote?: string): HttpReply {
+    const reply = this.#error(
       req,
       413,
       `request body too large: the limit is ${this.maxBodyBytes} bytes`,
@@ -178,46 +232,71 @@ export class HttpApp {
         connection: "close",
       },
     );
+    if (this.#deps.accessLog !== undefined)
+      this.#logged(req, reply, remote, performance.now(), req.contentLength ?? 0);
+    return reply;
   }
 
   /**
    * The reply to a request the transport could not take (a malformed or oversized head, a
    * missing Host): `status` and a JSON-RPC error; the transport closes the connection after it.
    */
-  badRequest(req: HttpRequestHead, status: number, message: string): HttpReply {
-    return this.#error(req, status, status === 400 ? `bad request: ${message}` : message, {
+  badRequest(req: HttpRequestHead, status: number, message: string, remote?: string): HttpReply {
+    const reply = this.#error(req, status, status === 400 ? `bad request: ${message}` : message, {
       connection: "close",
     });
+    if (this.#deps.accessLog !== undefined) this.#logged(req, reply, remote, performance.now(), 0);
+    return reply;
   }
 
   /** The answer to a body; synchronous when every method in it is. */
   body(req: HttpRequestHead, body: string, remote?: string): HttpReply | Promise<HttpReply> {
     const access = this.#access;
-    if (access === undefined) {
-      const out = this.#deps.dispatcher.dispatch(body, this.#localCtx);
-      return typeof out === "object"
-        ? out.then((o) => this.#json(req, 200, o ?? ""))
-        : this.#json(req, 200, out ?? "");
+    let ctx: CallContext = this.#localCtx;
+    let guard: RequestGuard | undefined;
+    if (access !== undefined) {
+      // Again: a key revoked since the head was read is refused.
+      const who = this.principal(req, remote);
+      if (who === undefined || "status" in who) return who ?? this.#error(req, 500, "no access");
+      guard = access.guard(who);
+      const keyId = guard.keyId;
+      ctx = keyId === undefined ? { hosted: true } : { hosted: true, keyId };
     }
-    // Again: a key revoked since the head was read is refused.
-    const who = this.principal(req, remote);
-    if (who === undefined || "status" in who) return who ?? this.#error(req, 500, "no access");
-    const guard = access.guard(who);
-    const keyId = guard.keyId;
-    const out = this.#deps.dispatcher.dispatch(
-      body,
-      keyId === undefined ? { hosted: true } : { hosted: true, keyId },
-      guard,
-    );
-    const reply = (o: string | undefined): HttpReply => {
-      if (guard.limited === 0) return this.#json(req, 200, o ?? "");
+    const logging = this.#deps.accessLog !== undefined;
+    const start = logging ? performance.now() : 0;
+    const notes = logging ? newNotes() : undefined;
+    const out = this.#deps.dispatcher.dispatch(body, ctx, guard, notes);
+    const answer = (o: string | undefined): HttpReply => {
       // Nothing ran: 429, safe to send again after Retry-After. Some members ran: 200, with
       // the refused ones' errors in their places.
-      return this.#json(req, guard.admitted === 0 ? 429 : 200, o ?? "", {
-        "retry-after": String(guard.retryAfterS),
-      });
+      const reply =
+        guard === undefined || guard.limited === 0
+          ? this.#json(req, 200, o ?? "")
+          : this.#json(req, guard.admitted === 0 ? 429 : 200, o ?? "", {
+              "retry-after": String(guard.retryAfterS),
+            });
+      if (logging) {
+        const bytesIn = req.contentLength ?? Buffer.byteLength(body);
+        this.#deps.accessLog?.write(
+          httpRecord(req, reply, remote, ctx.keyId, notes, start, bytesIn),
+        );
+      }
+      return reply;
     };
-    return typeof out === "object" ? out.then(reply) : reply(out);
+    return typeof out === "object" ? out.then(answer) : answer(out);
+  }
+
+  /** The access record of a reply given without running a method. */
+  #logged(
+    req: HttpRequestHead,
+    reply: HttpReply,
+    remote: string | undefined,
+    start: number,
+    bytesIn: number,
+  ): void {
+    this.#deps.accessLog?.write(
+      httpRecord(req, reply, remote, undefined, undefined, start, bytesIn),
+    );
   }
 
   #preflight(req: HttpRequestHead): HttpReply {
@@ -269,6 +348,65 @@ export class HttpApp {
       extra,
     );
   }
+}
+
+/** The access record of an HTTP request: `notes` when it ran methods, else its refusal's code. */
+function httpRecord(
+  req: HttpRequestHead,
+  reply: HttpReply,
+  remote: string | undefined,
+  keyId: string | undefined,
+  notes: DispatchNotes | undefined,
+  start: number,
+  bytesIn: number,
+): AccessRecord {
+  const calls = notes === undefined ? 0 : notes.methods.length;
+  return {
+    time: isoNow(),
+    transport: "http",
+    remote,
+    key: keyId,
+    httpMethod: req.method,
+    status: reply.status,
+    methods: notes === undefined ? [] : loggedMethods(notes),
+    calls,
+    errors: notes === undefined ? refusalCode(reply) : loggedCodes(notes),
+    ms: since(start),
+    bytesIn,
+    bytesOut: Buffer.byteLength(reply.body),
+  };
+}
+
+const REFUSAL = /^\{"jsonrpc":"2\.0","id":null,"error":\{"code":(-?\d+)/;
+
+/** The JSON-RPC error code of a refusal of this layer (see `#error`), for the access log. */
+function refusalCode(reply: HttpReply): number[] {
+  const found = REFUSAL.exec(reply.body);
+  return found === null ? [] : [Number(found[1])];
+}
+
+/** `/health`: liveness, 200 while the node answers, with the health report. */
+export function healthReply(deps: Pick<HttpAppDeps, "health">): {
+  status: number;
+  body: string;
+} {
+  return { status: 200, body: JSON.stringify(deps.health()) };
+}
+
+/**
+ * `/ready`: readiness, 503 while a check fails (storage refusing writes, too few peers, too far
+ * behind the network), so that a balancer sends its users elsewhere; the body says which.
+ */
+export function readyReply(deps: Pick<HttpAppDeps, "health" | "readiness">): {
+  status: number;
+  body: string;
+} {
+  if (deps.readiness !== undefined) {
+    const report = deps.readiness();
+    return { status: report.ready ? 200 : 503, body: JSON.stringify(report) };
+  }
+  const report = deps.health();
+  return { status: report.status === "ok" ? 200 : 503, body: JSON.stringify(report) };
 }
 
 /** The path of a request target: origin form (`/a?b`) or absolute form (`http://host/a?b`). */

@@ -137,7 +137,17 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
   const head = headOf(req);
   if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
     // RFC 9112 §3.2: a server answers 400 to an HTTP/1.1 request without Host.
-    refuse(app, req, res, app.badRequest(head, 400, "an HTTP/1.1 request must have a Host header"));
+    refuse(
+      app,
+      req,
+      res,
+      app.badRequest(
+        head,
+        400,
+        "an HTTP/1.1 request must have a Host header",
+        req.socket.remoteAddress,
+      ),
+    );
     return;
   }
   const remote = req.socket.remoteAddress;
@@ -152,7 +162,7 @@ async function serve(app: HttpApp, req: IncomingMessage, res: ServerResponse): P
   }
   const body = await readBody(req, app.maxBodyBytes);
   if (body === TOO_LARGE) {
-    refuse(app, req, res, app.tooLarge(head));
+    refuse(app, req, res, app.tooLarge(head, remote));
     return;
   }
   const reply = app.body(head, body, remote);
@@ -261,10 +271,16 @@ function clientError(app: HttpApp, err: NodeJS.ErrnoException, socket: Socket): 
         head,
         431,
         `request head too large: the limit is ${maxHeaderSize} bytes`,
+        socket.remoteAddress,
       );
       break;
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      reply = app.badRequest(head, 408, "request timed out: the request was not received in time");
+      reply = app.badRequest(
+        head,
+        408,
+        "request timed out: the request was not received in time",
+        socket.remoteAddress,
+      );
       break;
     default: {
       const reason = (err as { reason?: unknown }).reason;
@@ -272,6 +288,7 @@ function clientError(app: HttpApp, err: NodeJS.ErrnoException, socket: Socket): 
         head,
         400,
         `malformed HTTP request${typeof reason === "string" && reason !== "" ? ` (${reason})` : ""}`,
+        socket.remoteAddress,
       );
     }
   }

@@ -134,7 +134,8 @@ export class WireConnection {
   }
 
   #answer(request: WireRequest, body: string): void {
-    const remote = this.#app.hosted ? this.socket.remoteAddress : undefined;
+    // The client's address costs a system call: read only for keyless limits or the access log.
+    const remote = this.#app.needsRemote ? this.socket.remoteAddress : undefined;
     const early = this.#app.head(request.head, remote);
     if (early !== undefined) {
       this.#write(early, request.close || early.headers.connection === "close");

@@ -1,6 +1,8 @@
 import type { Logger } from "@nodex/types";
 import type { HostedAccess, Principal } from "../access.js";
+import type { AccessLogSink } from "../accessLog.js";
 import type { Dispatcher } from "../dispatcher.js";
+import type { RequestMetrics } from "../metrics.js";
 import type { SubscriptionManager } from "../subscriptions.js";
 import { WsSession, type WsSocket } from "./session.js";
 
@@ -25,6 +27,10 @@ export interface WsHubDeps {
   readonly logger: Logger;
   /** Keys and limits of hosted mode. */
   readonly access?: HostedAccess;
+  /** One record per message answered, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
+  /** Told of the messages refused before the dispatcher saw them. */
+  readonly metrics?: RequestMetrics;
 }
 
 /** The open WebSocket sessions of the service, whichever listener and library took them. */

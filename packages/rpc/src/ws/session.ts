@@ -1,7 +1,17 @@
 import type { Logger } from "@nodex/types";
 import type { HostedAccess, Principal, RequestGuard } from "../access.js";
-import { type Dispatcher, errorResponse } from "../dispatcher.js";
+import {
+  type AccessLogSink,
+  isoNow,
+  loggedCodes,
+  loggedMethods,
+  newNotes,
+  since,
+} from "../accessLog.js";
+import { type Dispatcher, type DispatchNotes, errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
+import type { RequestMetrics } from "../metrics.js";
+import { OTHER_METHOD } from "../registry.js";
 import type { CallContext, SubscriptionHost, SubscriptionRequest } from "../services.js";
 import type { NotificationSink, SubscriptionManager } from "../subscriptions.js";
 
@@ -33,6 +43,10 @@ export interface WsSessionDeps {
   readonly subscriptions: SubscriptionManager | undefined;
   readonly logger: Logger;
   readonly access?: HostedAccess;
+  /** One record per message answered, when the node keeps an access log. */
+  readonly accessLog?: AccessLogSink;
+  /** Told of the messages refused before the dispatcher saw them. */
+  readonly metrics?: RequestMetrics;
 }
 
 /** WebSocket close code for a peer that does not read what it is sent (RFC 6455: 1008). */
@@ -70,15 +84,27 @@ export class WsSession implements NotificationSink {
   onMessage(text: string): void {
     if (this.#closed) return;
     if (this.#inFlight >= this.#opts.maxInFlight) {
-      this.#send(
-        errorResponse(
-          null,
-          new RPCError(
-            RPCErrorCode.LIMIT_EXCEEDED,
-            `too many requests in flight on this connection: at most ${this.#opts.maxInFlight} await their answers; wait for answers before sending more`,
-          ),
+      const refusal = errorResponse(
+        null,
+        new RPCError(
+          RPCErrorCode.LIMIT_EXCEEDED,
+          `too many requests in flight on this connection: at most ${this.#opts.maxInFlight} await their answers; wait for answers before sending more`,
         ),
       );
+      // Refused unread, as a body refused whole: one `other` call.
+      const principal = this.#opts.principal;
+      const keyId = principal?.kind === "key" ? principal.record.id : undefined;
+      this.#deps.metrics?.call(OTHER_METHOD, keyId, RPCErrorCode.LIMIT_EXCEEDED, 0);
+      if (this.#deps.accessLog !== undefined) {
+        this.#logged(
+          text,
+          refusal,
+          keyId,
+          { methods: [OTHER_METHOD], codes: [RPCErrorCode.LIMIT_EXCEEDED] },
+          performance.now(),
+        );
+      }
+      this.#send(refusal);
       return;
     }
     let guard: RequestGuard | undefined;
@@ -101,9 +127,16 @@ export class WsSession implements NotificationSink {
     }
     const created: string[] = [];
     const ctx = this.#context(created, guard?.keyId);
+    const log = this.#deps.accessLog;
+    const notes = log === undefined ? undefined : newNotes();
+    const start = log === undefined ? 0 : performance.now();
+    const answered = (o: string | undefined): void => {
+      if (notes !== undefined) this.#logged(text, o, ctx.keyId, notes, start);
+      this.#answered(o, created);
+    };
     let out: ReturnType<Dispatcher["dispatch"]>;
     try {
-      out = this.#deps.dispatcher.dispatch(text, ctx, guard);
+      out = this.#deps.dispatcher.dispatch(text, ctx, guard, notes);
     } catch (err) {
       this.#deps.logger.error("WebSocket message failed", { err: String(err) });
       return;
@@ -113,17 +146,38 @@ export class WsSession implements NotificationSink {
       out.then(
         (o) => {
           this.#inFlight--;
-          this.#answered(o, created);
+          answered(o);
         },
         (err: unknown) => {
           this.#inFlight--;
           this.#deps.logger.error("WebSocket message failed", { err: String(err) });
-          this.#answered(undefined, created);
+          answered(undefined);
         },
       );
     } else {
-      this.#answered(out, created);
+      answered(out);
     }
+  }
+
+  #logged(
+    text: string,
+    out: string | undefined,
+    keyId: string | undefined,
+    notes: DispatchNotes,
+    start: number,
+  ): void {
+    this.#deps.accessLog?.write({
+      time: isoNow(),
+      transport: "ws",
+      remote: this.#opts.remote,
+      key: keyId,
+      methods: loggedMethods(notes),
+      calls: notes.methods.length,
+      errors: loggedCodes(notes),
+      ms: since(start),
+      bytesIn: Buffer.byteLength(text),
+      bytesOut: out === undefined ? 0 : Buffer.byteLength(out),
+    });
   }
 
   /** The connection ended, whichever side ended it. */

@@ -1,5 +1,6 @@
 import { nullLogger } from "@nodex/types";
 import { describe, expect, it } from "vitest";
+import type { AccessRecord } from "../../../src/accessLog.js";
 import type { Dispatcher } from "../../../src/dispatcher.js";
 import type { CallContext } from "../../../src/services.js";
 import { SubscriptionManager } from "../../../src/subscriptions.js";
@@ -95,6 +96,39 @@ describe("WsSession", () => {
     await new Promise((r) => setTimeout(r, 0));
     session.onMessage("d");
     expect(pending.map((p) => p.body)).toEqual(["a", "b", "d"]);
+  });
+
+  it("counts and logs a message refused past maxInFlight as one other call", () => {
+    const socket = new FakeSocket();
+    const { dispatcher } = slowDispatcher();
+    const calls: unknown[][] = [];
+    const records: AccessRecord[] = [];
+    const session = new WsSession(socket, opts, {
+      dispatcher,
+      subscriptions: undefined,
+      logger: nullLogger,
+      metrics: {
+        call: (...args: unknown[]) => calls.push(args),
+        rateLimited: () => {},
+        unauthorized: () => {},
+        methodLabel: (name: string) => name,
+      },
+      accessLog: { write: (r) => records.push(r) },
+    });
+    session.onMessage("a");
+    session.onMessage("b");
+    session.onMessage("third");
+    expect(calls).toEqual([["other", undefined, -32011, 0]]);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      transport: "ws",
+      remote: "test",
+      methods: ["other"],
+      calls: 1,
+      errors: [-32011],
+      bytesIn: 5,
+      bytesOut: Buffer.byteLength(socket.sent[0]!),
+    });
   });
 
   it("drops a client past maxBufferedBytes unread, ending its subscriptions", () => {
