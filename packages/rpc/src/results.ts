@@ -7,12 +7,13 @@ const identity = <T>(value: T): T => value;
 
 /**
  * A result already serialized: the dispatcher puts `text` in the response as it is. For results
- * built from cached pieces of JSON (the logs of a block never change).
+ * built from cached pieces of JSON (the logs of a block never change). `text` may be the JSON's
+ * UTF-8 bytes (large answers made on a worker thread come as bytes: see `formatLogsJsonBytes`).
  */
 export class RawJson {
-  readonly text: string;
+  readonly text: string | Uint8Array;
 
-  constructor(text: string) {
+  constructor(text: string | Uint8Array) {
     this.text = text;
   }
 }

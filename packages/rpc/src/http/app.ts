@@ -19,8 +19,8 @@ export interface HttpRequestHead {
 export interface HttpReply {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
-  /** Empty string: no body. */
-  readonly body: string;
+  /** Empty string: no body. Bytes: the UTF-8 of a large answer that came as bytes. */
+  readonly body: string | Uint8Array;
 }
 
 export interface HttpAppOptions {
@@ -190,11 +190,11 @@ export class HttpApp {
 
   /** The answer to a body; synchronous when every method in it is. */
   body(req: HttpRequestHead, body: string): HttpReply | Promise<HttpReply> {
-    const out = this.#deps.dispatcher.dispatch(
+    const out = this.#deps.dispatcher.dispatchWire(
       body,
       this.hosted ? this.#hostedCtx : this.#localCtx,
     );
-    return typeof out === "object"
+    return out instanceof Promise
       ? out.then((o) => this.#json(req, 200, o ?? ""))
       : this.#json(req, 200, out ?? "");
   }
@@ -221,7 +221,7 @@ export class HttpApp {
   #json(
     req: HttpRequestHead,
     status: number,
-    body: string,
+    body: string | Uint8Array,
     extra?: Record<string, string>,
   ): HttpReply {
     const origin = this.#allowedOrigin(req.origin);

@@ -13,18 +13,18 @@ import { callWithAccessList, createAccessList } from "./accessList.js";
 import { blockCount, feeHistory, rewardPercentiles } from "./feeHistory.js";
 import {
   formatBlock,
-  formatLogsJson,
+  formatLogsJsonBytes,
   formatProof,
   formatReceipt,
   formatTransaction,
 } from "./format.js";
 
-/** `eth_getLogs`'s result as JSON text. */
+/** `eth_getLogs`'s result as JSON bytes. */
 export async function logsResult(
   reader: Pick<ChainReaderService, "getLogs">,
   filter: LogFilter,
-): Promise<string> {
-  return formatLogsJson(await reader.getLogs(filter));
+): Promise<Uint8Array> {
+  return formatLogsJsonBytes(await reader.getLogs(filter));
 }
 
 /** Block objects by hash and form: a block never changes once it has its hash. */

@@ -54,6 +54,12 @@ const test = defineModule("debug", {
     result: r.raw,
     handler: (_s, [n]) => new RawJson(`[${Array(Number(n)).fill('"xx"').join(",")}]`),
   }),
+  rawBytes: method({
+    params: [p.quantity],
+    result: r.raw,
+    handler: async (_s, [n]) =>
+      new RawJson(Buffer.from(`[${Array(Number(n)).fill('"xé"').join(",")}]`, "utf8")),
+  }),
 });
 
 function dispatcher(
@@ -195,6 +201,41 @@ describe("Dispatcher", () => {
     expect((await run(d, req("debug_raw", ["0x3"]))).result).toEqual(["xx", "xx", "xx"]);
     expect((await run(d, req("debug_raw", ["0x0"]))).result).toEqual([]);
     expect((await run(d, req("debug_raw", ["0x190"]))).error?.code).toBe(-32011);
+  });
+
+  it("answers a result that came as bytes with the same text, and as bytes to a transport that writes them", async () => {
+    const d = dispatcher({ maxResponseBytes: 1000 });
+    for (const id of [7, "é-1", null]) {
+      const body = JSON.stringify(req("debug_rawBytes", ["0x3"], id));
+      const expected = JSON.stringify({ jsonrpc: "2.0", id, result: ["xé", "xé", "xé"] });
+      expect(await d.dispatch(body, ctx)).toBe(expected);
+      const wire = await d.dispatchWire(body, ctx);
+      expect(wire).toBeInstanceOf(Uint8Array);
+      expect(Buffer.from(wire as Uint8Array).toString("utf8")).toBe(expected);
+    }
+    // The limit counts bytes: 200 × `"xé",` is 1,200 bytes.
+    expect((await run(d, req("debug_rawBytes", ["0xc8"]))).error?.code).toBe(-32011);
+  });
+
+  it("joins a batch with results as bytes and as text, in order, as bytes or as text", async () => {
+    const d = dispatcher();
+    const batch = JSON.stringify([
+      req("debug_rawBytes", ["0x1"], 1),
+      req("debug_echo", ["0x2"], 2),
+      req("debug_rawBytes", ["0x2"], 3),
+    ]);
+    const expected = JSON.stringify([
+      { jsonrpc: "2.0", id: 1, result: ["xé"] },
+      { jsonrpc: "2.0", id: 2, result: { n: "2", flag: true } },
+      { jsonrpc: "2.0", id: 3, result: ["xé", "xé"] },
+    ]);
+    expect(await d.dispatch(batch, ctx)).toBe(expected);
+    const wire = await d.dispatchWire(batch, ctx);
+    expect(Buffer.from(wire as Uint8Array).toString("utf8")).toBe(expected);
+    // Text alone stays text.
+    expect(await d.dispatchWire(JSON.stringify([req("debug_echo", ["0x2"], 2)]), ctx)).toBe(
+      JSON.stringify([{ jsonrpc: "2.0", id: 2, result: { n: "2", flag: true } }]),
+    );
   });
 
   it("counts the response size limit across a batch", async () => {
