@@ -40,6 +40,8 @@ export const LOGS_UNCAPPED_RANGE = 2000n;
 export const LOGS_CAP = 10_000;
 /** Log queries read the log index over ranges of at least this many indexed blocks by default. */
 export const LOG_INDEX_MIN_RANGE = 256n;
+/** Spans of blocks remembered per log index constraint found too common to read. */
+const COMMON_SPANS = 16;
 /** Blocks of a range whose log records are looked up together: the first chunk, the largest. */
 const LOG_RECORD_FIRST_CHUNK = 64n;
 const LOG_RECORD_LAST_CHUNK = 1024n;
@@ -160,12 +162,14 @@ export class ChainReader {
   readonly #logsCap: number;
   readonly #logIndexMinRange: bigint;
   /**
-   * Log index constraints (kind and values) found too common to read: more than `most` entries
-   * over [`from`, `to`]. Skipping them again is only ever slower than reading them (a
-   * reorganization may have made one rarer since), never wrong: the index only narrows the
-   * blocks a query reads.
+   * Log index constraints (kind and values) found too common to read: for each, up to
+   * `COMMON_SPANS` spans of blocks that hold more than `most` entries, the latest first (each
+   * from where a read began to the block where it passed `most`, so that a later query over any
+   * range containing it skips the read: windows that slide near the head contain most of
+   * them). Skipping them again is only ever slower than reading them (a reorganization may
+   * have made one rarer since), never wrong: the index only narrows the blocks a query reads.
    */
-  readonly #common = new LRUCache<string, { from: bigint; to: bigint; most: number }>({
+  readonly #common = new LRUCache<string, { from: bigint; to: bigint; most: number }[]>({
     max: 1024,
   });
 
@@ -542,12 +546,17 @@ export class ChainReader {
     /** The blocks where a constraint is met, `undefined` past `most` entries (or known to be). */
     const probe = async (kind: number, values: readonly Uint8Array[], most: number) => {
       const key = `${kind}:${values.map(bytesToHex).join()}`;
-      const known = this.#common.get(key);
+      const spans = this.#common.get(key);
       // Known to have more entries over a range this one contains: more here too.
-      if (known !== undefined && known.from >= start && known.to <= last && known.most >= most)
-        return undefined;
-      const found = await index.logIndexBlocks(kind, values, start, last, most);
-      if (found === undefined) this.#common.set(key, { from: start, to: last, most });
+      if (spans?.some((s) => s.from >= start && s.to <= last && s.most >= most)) return undefined;
+      let reach = last;
+      const found = await index.logIndexBlocks(kind, values, start, last, most, (at) => {
+        reach = at;
+      });
+      if (found === undefined) {
+        const span = { from: start, to: reach, most };
+        this.#common.set(key, [span, ...(spans ?? []).slice(0, COMMON_SPANS - 1)]);
+      }
       return found;
     };
     // In rounds of growing bounds (64 entries, then 8 times as many up to the limit), so that a
