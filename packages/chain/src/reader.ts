@@ -40,6 +40,8 @@ export const LOGS_UNCAPPED_RANGE = 2000n;
 export const LOGS_CAP = 10_000;
 /** Log queries read the log index over ranges of at least this many indexed blocks by default. */
 export const LOG_INDEX_MIN_RANGE = 256n;
+/** What `getLogsWithin` stops with past its budget (never seen outside this module). */
+const OVER_BUDGET = Symbol("over the log query's budget");
 /** Spans of blocks remembered per log index constraint found too common to read. */
 const COMMON_SPANS = 16;
 /** Blocks of a range whose log records are looked up together: the first chunk, the largest. */
@@ -409,7 +411,29 @@ export class ChainReader {
   }
 
   /** The logs `query` selects, in chain order. */
-  async getLogs(query: LogQuery): Promise<FoundLog[]> {
+  getLogs(query: LogQuery): Promise<FoundLog[]> {
+    return this.#getLogs(query, undefined) as Promise<FoundLog[]>;
+  }
+
+  /**
+   * `getLogs`, or `undefined` as soon as the query turns out to cover more than
+   * `budget.blocks` blocks or to match more than `budget.logs` logs: for a caller that would
+   * rather have such a query served elsewhere. Throws what `getLogs` throws for a bad range.
+   */
+  getLogsWithin(
+    query: LogQuery,
+    budget: { readonly blocks: bigint; readonly logs: number },
+  ): Promise<FoundLog[] | undefined> {
+    return this.#getLogs(query, budget).catch((err: unknown) => {
+      if (err === OVER_BUDGET) return undefined;
+      throw err;
+    });
+  }
+
+  async #getLogs(
+    query: LogQuery,
+    budget: { readonly blocks: bigint; readonly logs: number } | undefined,
+  ): Promise<FoundLog[]> {
     const found: FoundLog[] = [];
     const bits: QueryBits = {
       addresses: query.addresses.map(bloomBits),
@@ -424,6 +448,7 @@ export class ChainReader {
         );
       }
       await this.#collectLogs(block, query, bits, found);
+      if (budget !== undefined && found.length > budget.logs) throw OVER_BUDGET;
       return found;
     }
     const head = this.chain.head.block.header.number;
@@ -445,7 +470,10 @@ export class ChainReader {
     const range = this.#logsUncappedRange;
     const cap = this.#logsCap;
     const capped = to - from + 1n > range;
+    if (budget !== undefined && (to < head ? to : head) - from + 1n > budget.blocks)
+      throw OVER_BUDGET;
     const checkCap = () => {
+      if (budget !== undefined && found.length > budget.logs) throw OVER_BUDGET;
       if (capped && found.length > cap) {
         throw new ChainError(
           ChainErrorCode.LOGS_LIMIT,

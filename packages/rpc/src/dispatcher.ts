@@ -175,14 +175,18 @@ export class Dispatcher {
   #success(call: ValidCall, encode: (value: never) => unknown, value: unknown): WireOutput {
     if (call.notification) return undefined;
     let json: string | Uint8Array;
+    let own = false;
     try {
       const encoded = encode(value as never);
-      json = encoded instanceof RawJson ? encoded.text : JSON.stringify(encoded);
+      if (encoded instanceof RawJson) {
+        json = encoded.text;
+        own = encoded.ownBuffer;
+      } else json = JSON.stringify(encoded);
     } catch (err) {
       return this.#failure(call, err);
     }
     const head = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":`;
-    return typeof json === "string" ? `${head}${json}}` : withBytes(head, json);
+    return typeof json === "string" ? `${head}${json}}` : withBytes(head, json, own);
   }
 
   #failure(call: ValidCall, err: unknown): DispatchOutput {
@@ -248,12 +252,21 @@ export function errorResponse(id: RequestId, err: RPCError): string {
 }
 
 /**
- * `head`, `bytes` and `}` as bytes. Not as a string: V8 places each string over 128 kB in fresh
+ * `head`, `bytes` and `}` as bytes: around them in their buffer when it is theirs alone (`own`)
+ * and has the room, else copied. Not as a string: V8 places each string over 128 kB in fresh
  * memory of its own, whose pages the system faults in one by one, and a string joined to a large
- * one is flattened into another as large when its bytes are counted or written.
+ * one is flattened into another as large when its bytes are counted or written; a fresh buffer
+ * of that size costs as much.
  */
-function withBytes(head: string, bytes: Uint8Array): Uint8Array {
+function withBytes(head: string, bytes: Uint8Array, own: boolean): Uint8Array {
   const at = Buffer.byteLength(head, "utf8");
+  const end = bytes.byteOffset + bytes.length;
+  if (own && at <= bytes.byteOffset && end < bytes.buffer.byteLength) {
+    const out = Buffer.from(bytes.buffer, bytes.byteOffset - at, at + bytes.length + 1);
+    out.write(head, 0, "utf8");
+    out[at + bytes.length] = 0x7d; // }
+    return out;
+  }
   const out = Buffer.allocUnsafe(at + bytes.length + 1);
   out.write(head, 0, "utf8");
   out.set(bytes, at);

@@ -1,5 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import { releaseAnswerBuffer } from "../answerBuffers.js";
 import type { HttpApp, HttpReply, HttpRequestHead } from "./app.js";
 
 /**
@@ -257,7 +258,14 @@ export class WireConnection {
   }
 
   #send(data: string | Uint8Array): void {
-    if (!this.socket.write(data) && !this.#done) {
+    // An answer's bytes may sit in a buffer to be used again once the socket has taken them.
+    const written =
+      typeof data === "string"
+        ? this.socket.write(data)
+        : this.socket.write(data, (err) => {
+            if (err === undefined || err === null) releaseAnswerBuffer(data);
+          });
+    if (!written && !this.#done) {
       this.#draining = true;
       this.#flow();
     }

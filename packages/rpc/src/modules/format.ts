@@ -13,6 +13,7 @@ import {
   type SignedTransaction,
   withForkDetectionData,
 } from "@nodex/types";
+import { takeAnswerBuffer } from "../answerBuffers.js";
 
 const ZERO_NONCE = "0x0000000000000000";
 const ZERO_HASH = `0x${"00".repeat(32)}`;
@@ -228,25 +229,36 @@ export function formatLogsJson(logs: readonly FoundLog[], removed = false): stri
 }
 
 /**
- * `formatLogsJson(logs)`'s text as bytes (ASCII, so also its UTF-8), in a buffer of its own (not
- * pooled: it may be transferred to another thread): what `eth_getLogs` answers with. Copying the
- * logs' texts into one buffer costs a fraction of what joining them does once the answer is
- * large: V8 places each string over 128 kB in fresh memory of its own, whose pages the system
- * then faults in one by one, on every such string made.
+ * Bytes left free before and after the JSON `formatLogsJsonBytes` writes, in the same buffer:
+ * room for the response's head (`{"jsonrpc":"2.0","id":…,"result":`) and its closing brace,
+ * so that the dispatcher writes them around the result instead of copying it (see `RawJson`).
  */
-export function formatLogsJsonBytes(logs: readonly FoundLog[]): Uint8Array {
+export const LOGS_JSON_ROOM = { before: 64, after: 1 } as const;
+
+/**
+ * `formatLogsJson(logs)`'s text as bytes (ASCII, so also its UTF-8), in a buffer of its own with
+ * `LOGS_JSON_ROOM` around them: what `eth_getLogs` answers with. A new buffer, which may be
+ * moved to another thread; or, with `reuse`, one of `takeAnswerBuffer`'s, for an answer written
+ * on this thread. Copying the logs' texts into one buffer costs a fraction of what joining them
+ * does once the answer is large: V8 places each string over 128 kB in fresh memory of its own,
+ * whose pages the system then faults in one by one, on every such string made.
+ */
+export function formatLogsJsonBytes(logs: readonly FoundLog[], reuse = false): Uint8Array {
   const texts = logTexts(logs, false);
   let size = texts.length === 0 ? 2 : texts.length + 1;
   for (const text of texts) size += text.length;
-  const out = Buffer.allocUnsafeSlow(size);
-  out[0] = 0x5b; // [
-  let at = 1;
+  const { before, after } = LOGS_JSON_ROOM;
+  const out = reuse
+    ? takeAnswerBuffer(before + size + after)
+    : Buffer.allocUnsafeSlow(before + size + after);
+  out[before] = 0x5b; // [
+  let at = before + 1;
   for (let i = 0; i < texts.length; i++) {
     if (i > 0) out[at++] = 0x2c; // ,
     at += out.write(texts[i]!, at, "latin1");
   }
   out[at] = 0x5d; // ]
-  return out;
+  return out.subarray(before, before + size);
 }
 
 /** Each log's JSON text (one-byte strings, ASCII), by position. */
