@@ -3,6 +3,8 @@
 // Anvil, one node at a time, in one run. On each node: a chain of one ERC-20 transfer per block
 // (signed here, sent one by one, recipients in turn), queried by the token's address and the
 // Transfer topic of one recipient over the last 1,000 and 10,000 of those blocks (ms per query);
+// then 1,200 more blocks, transfers to two recipients in turn, queried for the first over 500
+// windows of 1,000 blocks (500 logs each) ending near the head (median and p99);
 // then the chain is extended with empty blocks to 100,000, a handful of them holding a transfer
 // to a rare recipient, and that topic is queried over the whole range; then 1,000 WebSocket
 // subscribers to newHeads, and blocks mined one at a time: ms from evm_mine to the first and
@@ -12,9 +14,9 @@
 //   node bench/logs/run.mjs --blocks 2000 --rare-blocks 5000 --subscribers 200 --only nodex,anvil
 //
 // See bench/README.md for what it measures and how to read the output.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
   ACCOUNT0,
@@ -33,6 +35,7 @@ import { firstLines, fmtInt, fmtMs, indent, log, readTail, table } from "../lib/
 import { freePort, RPCClient } from "../lib/http.mjs";
 import { cpuWindow, Latencies } from "../lib/load.mjs";
 import { CLK_TCK, installCleanup, stopChild } from "../lib/proc.mjs";
+import { summarizeProfile } from "../lib/profile.mjs";
 import {
   anvilPeer,
   DEV_MNEMONIC,
@@ -53,14 +56,17 @@ import {
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const FIGURE_IDS = ["getlogs", "rare", "heads"];
+const FIGURE_IDS = ["getlogs", "dense", "rare", "heads"];
 
-const USAGE = `usage: node bench/logs/run.mjs [--blocks N] [--queries N] [--recipients N] [--rare-blocks N] [--rare-logs N] [--rare-budget S] [--evm-mine] [--subscribers N] [--heads N] [--only a,b] [--figures a,b] [--build] [--list]
+const USAGE = `usage: node bench/logs/run.mjs [--blocks N] [--queries N] [--recipients N] [--dense-window N] [--dense-span N] [--dense-queries N] [--rare-blocks N] [--rare-logs N] [--rare-budget S] [--evm-mine] [--subscribers N] [--heads N] [--only a,b] [--figures a,b] [--nodex-cpu-prof] [--before PATH] [--build] [--list]
 
   --blocks N        one-transfer blocks sent for the eth_getLogs ranges (default 10000)
   --queries N       timed eth_getLogs queries per range (default 20; at most --query-seconds)
   --query-seconds S stop a range's timed queries after S seconds, with at least 3 (default 60)
   --recipients N    the transfers' recipients, in turn; the query selects the first (default 4)
+  --dense-window N  blocks of each dense query, every other one with a match (default 1000)
+  --dense-span N    how far below the head a dense window may end (default 200)
+  --dense-queries N timed dense queries, each over another window (default 500)
   --rare-blocks N   blocks of the rare-topic range, the chain extended to that height (default 100000)
   --rare-logs N     blocks in it holding a log with the rare topic (default 5)
   --rare-budget S   seconds a node may take to mine the empty blocks; slower: not measured (default 300)
@@ -70,6 +76,8 @@ const USAGE = `usage: node bench/logs/run.mjs [--blocks N] [--queries N] [--reci
   --heads N         blocks mined one at a time while they listen (default 30)
   --only a,b        run only these nodes (ids from --list); nodex is the ratio reference
   --figures a,b     run only these figures (${FIGURE_IDS.join(", ")})
+  --before PATH     also run the Nodex built in another checkout (PATH, e.g. one of the commit
+                    before a change) as the node nodex-before, right after this one
   --build           run \`npm run build\` first even if apps/node/dist/main.js exists
   --list            print the node and figure ids and exit
 `;
@@ -82,6 +90,9 @@ try {
       queries: { type: "string", default: "20" },
       "query-seconds": { type: "string", default: "60" },
       recipients: { type: "string", default: "4" },
+      "dense-window": { type: "string", default: "1000" },
+      "dense-span": { type: "string", default: "200" },
+      "dense-queries": { type: "string", default: "500" },
       "rare-blocks": { type: "string", default: "100000" },
       "rare-logs": { type: "string", default: "5" },
       "rare-budget": { type: "string", default: "300" },
@@ -90,6 +101,8 @@ try {
       heads: { type: "string", default: "30" },
       only: { type: "string" },
       figures: { type: "string" },
+      "nodex-cpu-prof": { type: "boolean", default: false },
+      before: { type: "string" },
       build: { type: "boolean", default: false },
       list: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -109,6 +122,9 @@ const opts = {
   queries: positiveInteger("--queries", args.queries),
   querySeconds: positiveNumber("--query-seconds", args["query-seconds"]),
   recipients: positiveInteger("--recipients", args.recipients),
+  denseWindow: positiveInteger("--dense-window", args["dense-window"]),
+  denseSpan: positiveInteger("--dense-span", args["dense-span"]),
+  denseQueries: positiveInteger("--dense-queries", args["dense-queries"]),
   rareBlocks: positiveInteger("--rare-blocks", args["rare-blocks"]),
   rareLogs: positiveInteger("--rare-logs", args["rare-logs"]),
   rareBudget: positiveNumber("--rare-budget", args["rare-budget"]),
@@ -147,8 +163,22 @@ function idList(flag, text, known) {
 // ---------------------------------------------------------------------------------------------
 // Nodes
 
+/** Where Nodex's threads write their profiles with --nodex-cpu-prof (one file per thread). */
+const PROFILE_DIR = join(tmpdir(), `nodex-bench-logs-prof-${process.pid}`);
+
 const NODES = [
-  nodexServer(),
+  nodexServer(
+    args["nodex-cpu-prof"] ? { nodeArgs: ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR] } : {},
+  ),
+  ...(args.before
+    ? [
+        nodexServer({
+          id: "nodex-before",
+          label: `Nodex (${args.before})`,
+          home: resolve(args.before),
+        }),
+      ]
+    : []),
   hardhatPeer(),
   // As in bench/chain: account #0 of the mnemonic funded, each transaction mined into its own
   // block before eth_sendRawTransaction answers.
@@ -196,6 +226,13 @@ const RECIPIENTS = Array.from(
   { length: opts.recipients },
   (_, i) => `0x${(0xbe100 + i).toString(16).padStart(40, "0")}`,
 );
+/** The dense figure's two recipients, in turn: one block in two has a log for the first. */
+const DENSE_TO = [
+  "0x00000000000000000000000000000000000be200",
+  "0x00000000000000000000000000000000000be201",
+];
+/** Transfer blocks of the dense figure: its windows end in the last --dense-span + 1 of them. */
+const DENSE_BLOCKS = opts.denseWindow + opts.denseSpan;
 /** The rare recipient: its Transfer topic is in --rare-logs blocks of the whole chain. */
 const RARE_TO = "0x00000000000000000000000000000000000be1ff";
 /** The ranges queried by address and topic: the last 1,000 and 10,000 transfer blocks. */
@@ -239,7 +276,11 @@ async function prepareChain(rpc, run) {
   const balance = BigInt(await rpc.call("eth_getBalance", [ACCOUNT0, "latest"]));
   const nonce = Number(await rpc.call("eth_getTransactionCount", [ACCOUNT0, "latest"]));
   const head0 = Number(await rpc.call("eth_blockNumber"));
-  const transfers = (figureIds.includes("getlogs") ? opts.blocks : 0) + opts.rareLogs + 1;
+  const transfers =
+    (figureIds.includes("getlogs") ? opts.blocks : 0) +
+    (figureIds.includes("dense") ? DENSE_BLOCKS : 0) +
+    opts.rareLogs +
+    1;
   const need = gasPrice * (GAS_DEPLOY + BigInt(transfers) * GAS_TOKEN_TRANSFER);
   run.chain = { chainId: hex(chainId), gasPrice: hex(gasPrice), head: head0 };
   if (balance < need)
@@ -275,16 +316,17 @@ async function prepareChain(rpc, run) {
 }
 
 /**
- * The transfer chain (set-up, not measured): --blocks transfers of 1 unit, transfer i to
- * RECIPIENTS[i % n], each in the next block. {txs: [{hash, block, to}], seconds}
+ * A transfer chain (set-up, not measured): `count` transfers of 1 unit, transfer i to
+ * recipients[i % n], each in the next block. {txs: [{hash, block, to}], seconds}
  */
-async function buildTransfers(rpc, ctx) {
+async function buildTransfers(rpc, ctx, count, recipients) {
   const t0 = Date.now();
   const txs = [];
   let lastLog = t0;
-  for (let i = 0; i < opts.blocks; i++) {
-    const to = RECIPIENTS[i % RECIPIENTS.length];
-    const t = await sendTransfer(rpc, ctx, to, `transfer ${i + 1} of ${opts.blocks}`);
+  const before = await tokenBalance(rpc, ctx, recipients[0]);
+  for (let i = 0; i < count; i++) {
+    const to = recipients[i % recipients.length];
+    const t = await sendTransfer(rpc, ctx, to, `transfer ${i + 1} of ${count}`);
     if (txs.length > 0 && t.block !== txs[txs.length - 1].block + 1)
       throw new Error(
         `transfer ${i + 1} is in block ${t.block}, the one before in ${txs[txs.length - 1].block}: not one per block`,
@@ -295,8 +337,8 @@ async function buildTransfers(rpc, ctx) {
       log(`  … ${fmtInt(i + 1)} transfers sent`);
     }
   }
-  const want = BigInt(Math.ceil(opts.blocks / RECIPIENTS.length));
-  if ((await tokenBalance(rpc, ctx, RECIPIENTS[0])) !== want)
+  const want = before + BigInt(Math.ceil(count / recipients.length));
+  if ((await tokenBalance(rpc, ctx, recipients[0])) !== want)
     throw new Error(`the first recipient's token balance is not ${want}`);
   return { txs, seconds: (Date.now() - t0) / 1000 };
 }
@@ -468,6 +510,107 @@ async function timeGetLogs(rpc, handle, filter, expected, to) {
     ...cpu,
     serverMsPerQuery: cpu.serverCPU ? (cpu.serverCPU.seconds * 1000) / times.length : null,
   };
+}
+
+/** The windows' distances below the last dense block: varied (a fixed xorshift sequence), 0..span. */
+function denseOffsets(count, span) {
+  let x = 0x9e3779b9;
+  return Array.from({ length: count }, () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % (span + 1);
+  });
+}
+
+/**
+ * The dense figure: eth_getLogs by address and topic over windows of --dense-window blocks
+ * where every other block holds a match, each window ending at another block among the last
+ * --dense-span + 1, sent with fetch (undici's, one keep-alive connection, one at a time), as a
+ * script would. The first answer is timed apart (1st ms); each answer is checked after its time
+ * is taken (count, transaction, block and topics of every log).
+ */
+async function timeDense(port, handle, ctx, txs) {
+  const url = `http://127.0.0.1:${port}/`;
+  const last = txs[txs.length - 1].block;
+  const matches = txs.filter((t) => t.to === DENSE_TO[0]);
+  const topic = word(DENSE_TO[0]);
+  const offsets = denseOffsets(opts.denseQueries + 1, opts.denseSpan);
+  const times = [];
+  let firstMs;
+  let logs;
+  let bytes = 0;
+  let window;
+  const t0 = Date.now();
+  for (const [q, offset] of offsets.entries()) {
+    if (q > 3 && Date.now() - t0 > opts.querySeconds * 1000) break;
+    if (q === 1) window = cpuWindow(handle.pid);
+    const to = last - offset;
+    const from = to - opts.denseWindow + 1;
+    const filter = {
+      fromBlock: hex(from),
+      toBlock: hex(to),
+      address: ctx.token,
+      topics: [TRANSFER_TOPIC, null, topic],
+    };
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: q + 1,
+      method: "eth_getLogs",
+      params: [filter],
+    });
+    const s = process.hrtime.bigint();
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    const text = await res.text();
+    const ms = Number(process.hrtime.bigint() - s) / 1e6;
+    if (q === 0) firstMs = ms;
+    else times.push(ms);
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new Error(`query ${q + 1}: HTTP ${res.status}, not JSON: ${text.slice(0, 200)}`);
+    }
+    if (json?.error) return { error: json.error, filter };
+    if (json?.jsonrpc !== "2.0" || json.id !== q + 1 || !("result" in json))
+      throw new Error(`query ${q + 1}: not a JSON-RPC 2.0 answer: ${text.slice(0, 200)}`);
+    const expected = matches.filter((t) => t.block >= from && t.block <= to);
+    try {
+      checkLogs(json.result, expected, filter, DENSE_TO[0]);
+    } catch (err) {
+      throw new Error(`query ${q + 1} (blocks ${from}..${to}): ${err.message}`);
+    }
+    logs ??= json.result.length;
+    bytes = Math.max(bytes, Buffer.byteLength(text));
+  }
+  const cpu = window.end(times.length);
+  const l = new Latencies();
+  for (const t of times) l.push(t);
+  const sum = l.summary();
+  return {
+    window: opts.denseWindow,
+    span: opts.denseSpan,
+    logs,
+    bytes,
+    firstMs,
+    queries: times.length,
+    medianMs: sum.p50,
+    p95Ms: percentile(times, 95),
+    p99Ms: sum.p99,
+    maxMs: sum.max,
+    timesMs: times,
+    ...cpu,
+    serverMsPerQuery: cpu.serverCPU ? (cpu.serverCPU.seconds * 1000) / times.length : null,
+  };
+}
+
+function percentile(values, p) {
+  const sorted = values.slice().sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -693,7 +836,7 @@ async function benchNode(server, run) {
   try {
     if (!handle || run.skipped) return;
     let ctx;
-    if (figureIds.includes("getlogs") || figureIds.includes("rare")) {
+    if (figureIds.some((f) => f === "getlogs" || f === "dense" || f === "rare")) {
       try {
         ctx = await prepareChain(rpc, run);
       } catch (err) {
@@ -704,7 +847,7 @@ async function benchNode(server, run) {
     }
     if (figureIds.includes("getlogs") && !handle.done) {
       try {
-        const chain = await buildTransfers(rpc, ctx);
+        const chain = await buildTransfers(rpc, ctx, opts.blocks, RECIPIENTS);
         const last = chain.txs[chain.txs.length - 1].block;
         run.results.transfers = {
           count: chain.txs.length,
@@ -739,6 +882,28 @@ async function benchNode(server, run) {
       } catch (err) {
         run.results.transfers = { failed: err.message };
         log(`  transfers failed: ${err.message}`);
+      }
+    }
+    if (figureIds.includes("dense") && !handle.done) {
+      try {
+        const chain = await buildTransfers(rpc, ctx, DENSE_BLOCKS, DENSE_TO);
+        const last = chain.txs[chain.txs.length - 1].block;
+        run.results.denseChain = {
+          count: chain.txs.length,
+          firstBlock: chain.txs[0].block,
+          lastBlock: last,
+          seconds: chain.seconds,
+        };
+        log(
+          `  ${fmtInt(chain.txs.length)} ERC-20 transfers to two recipients in turn, blocks ${chain.txs[0].block}..${last} (set-up, not measured)`,
+        );
+        const m = await timeDense(port, handle, ctx, chain.txs);
+        run.results.dense = m;
+        if (m.error) log(`  dense       error answer: ${JSON.stringify(m.error)}`);
+        else log(`  dense       ${queryLine(m)}`);
+      } catch (err) {
+        run.results.dense = { failed: err.message };
+        log(`  dense       failed: ${err.message}`);
       }
     }
     if (figureIds.includes("rare") && !handle.done) {
@@ -810,7 +975,7 @@ function cpuPerQuery(m) {
 
 function queryLine(m) {
   return (
-    `${fmtInt(m.logs)} logs (${fmtInt(m.bytes)} B): median ${fmtMs(m.medianMs)} ms, p95 ${fmtMs(m.p95Ms)} ms over ${m.queries} queries (first ${fmtMs(m.firstMs)} ms)` +
+    `${fmtInt(m.logs)} logs (${fmtInt(m.bytes)} B): median ${fmtMs(m.medianMs)} ms, p95 ${fmtMs(m.p95Ms)} ms${m.p99Ms === undefined ? "" : `, p99 ${fmtMs(m.p99Ms)} ms`} over ${m.queries} queries (first ${fmtMs(m.firstMs)} ms)` +
     `  server ${cpuPerQuery(m)} ms CPU/query  client CPU ${pct(m.clientCPU.share)}  other CPU ${pct(m.otherCPU?.share)}`
   );
 }
@@ -866,7 +1031,7 @@ function missing(run, m) {
   return undefined;
 }
 
-function queryRows(id, runs, extra = () => []) {
+function queryRows(id, runs, extra = () => [], queries = opts.queries) {
   const nodex = runs.find((r) => r.server.kind === "nodex")?.results[id];
   const rows = [];
   const notes = [];
@@ -900,7 +1065,7 @@ function queryRows(id, runs, extra = () => []) {
       ...extra(m),
       ratio(nodex?.medianMs, m.medianMs),
     ]);
-    if (m.queries < opts.queries)
+    if (m.queries < queries)
       notes.push(`  ${name}: ${m.queries} queries (--query-seconds ${opts.querySeconds} reached)`);
     noisy(name, m, notes);
   }
@@ -920,6 +1085,31 @@ function printGetLogs(n, runs) {
       "p95 ms",
       "1st ms",
       "srv CPU ms/query",
+      "Nodex ÷ this",
+    ],
+    rows,
+    notes,
+  );
+}
+
+function printDense(runs) {
+  const { rows, notes } = queryRows(
+    "dense",
+    runs,
+    (m) => (m ? [fmtMs(m.p99Ms)] : [""]),
+    opts.denseQueries,
+  );
+  printTable(
+    `eth_getLogs by the token's address and the Transfer topic of one of 2 recipients in turn, over ${fmtInt(opts.denseWindow)} blocks ending among the last ${fmtInt(opts.denseSpan + 1)} (${opts.denseQueries} windows, fetch, one at a time; Nodex ÷ this: median ms, above 1× Nodex is slower)`,
+    [
+      "node",
+      "version",
+      "logs",
+      "median ms",
+      "p95 ms",
+      "1st ms",
+      "srv CPU ms/query",
+      "p99 ms",
       "Nodex ÷ this",
     ],
     rows,
@@ -1024,6 +1214,17 @@ function printSummary(runs) {
         { label: `eth_getLogs ${fmtInt(n)} blocks, p95 ms`, get: (r) => ok(r.results[id])?.p95Ms },
       );
     }
+  if (figureIds.includes("dense"))
+    figures.push(
+      {
+        label: `dense, ${fmtInt(opts.denseWindow)} blocks, median ms`,
+        get: (r) => ok(r.results.dense)?.medianMs,
+      },
+      {
+        label: `dense, ${fmtInt(opts.denseWindow)} blocks, p99 ms`,
+        get: (r) => ok(r.results.dense)?.p99Ms,
+      },
+    );
   if (figureIds.includes("rare")) {
     const cell = (r) => (r.results.rare?.tooSlow ? "not built" : undefined);
     figures.push(
@@ -1086,6 +1287,40 @@ function printSummary(runs) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Nodex CPU profiles (--nodex-cpu-prof)
+
+/** Each thread's profile kept in bench/results/, its top functions and packages printed. */
+function reportProfiles(resultsDir, stamp) {
+  let files = [];
+  try {
+    files = readdirSync(PROFILE_DIR).filter((f) => f.endsWith(".cpuprofile"));
+  } catch {}
+  if (files.length === 0) log("\n  Nodex: no CPU profile was written (did it exit cleanly?)");
+  for (const [i, f] of files.sort().entries()) {
+    const dest = join(resultsDir, `logs-${stamp}-nodex-${i}.cpuprofile`);
+    writeFileSync(dest, readFileSync(join(PROFILE_DIR, f)));
+    const s = summarizeProfile(dest, 25);
+    log("");
+    log(
+      `== Nodex CPU profile ${i + 1} of ${files.length}: ${fmtInt(s.busyMs)} ms busy, ${fmtInt(s.idleMs)} ms idle (${relative(root, dest)}) ==`,
+    );
+    log("");
+    for (const [what, rows] of [
+      ["function", s.functions],
+      ["package", s.areas],
+    ])
+      log(
+        `${table(
+          ["self ms", "share", what],
+          rows.map((r) => [fmtInt(r.ms), `${(r.share * 100).toFixed(1)}%`, r.name]),
+          ["r", "r", "l"],
+        )}\n`,
+      );
+  }
+  rmSync(PROFILE_DIR, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Main
 
 async function main() {
@@ -1103,6 +1338,7 @@ async function main() {
   const cpu = cpus();
   log(
     `Logs bench: ${selected.length} nodes; ${figureIds.join(", ")}; ${fmtInt(opts.blocks)} transfer blocks, ranges ${RANGES.map(fmtInt).join(" and ")}, ` +
+      `dense windows of ${fmtInt(opts.denseWindow)} blocks × ${opts.denseQueries}, ` +
       `rare topic over ${fmtInt(opts.rareBlocks)} blocks, ${fmtInt(opts.subscribers)} subscribers × ${opts.heads} blocks`,
   );
   log(
@@ -1124,9 +1360,12 @@ async function main() {
   }
 
   if (figureIds.includes("getlogs")) for (const n of RANGES) printGetLogs(n, runs);
+  if (figureIds.includes("dense")) printDense(runs);
   if (figureIds.includes("rare")) printRare(runs);
   if (figureIds.includes("heads")) printHeads(runs);
   printSummary(runs);
+
+  if (args["nodex-cpu-prof"]) reportProfiles(resultsDir, stamp);
 
   const file = join(resultsDir, `logs-${stamp}.json`);
   const report = {

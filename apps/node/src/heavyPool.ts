@@ -43,7 +43,7 @@ export interface HeavyPoolDeps {
 
 interface Job {
   readonly request: HeavyRequest;
-  resolve(text: string): void;
+  resolve(text: string | Uint8Array): void;
   reject(err: Error): void;
 }
 
@@ -128,7 +128,7 @@ export class HeavyRequestPool implements HeavyRequestService {
     return false;
   }
 
-  run(request: HeavyRequest): Promise<string> {
+  run(request: HeavyRequest): Promise<string | Uint8Array> {
     if (this.#stopped) return Promise.reject(new Error("the node is stopping"));
     this.#startFirst();
     if (this.#slots.size === 0 && this.#paused === 0)
@@ -140,7 +140,7 @@ export class HeavyRequestPool implements HeavyRequestService {
           `${this.#queue.length} traces and log queries are waiting for a worker thread already: try again later`,
         ),
       );
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<string | Uint8Array>((resolve, reject) => {
       this.#queue.push({ request, resolve, reject });
       this.#pump();
     });

@@ -49,7 +49,7 @@ export type ToHeavyWorker = {
 /** To the main thread. */
 export type FromHeavyWorker =
   | { readonly kind: "ready" }
-  | { readonly kind: "result"; readonly id: number; readonly text: string }
+  | { readonly kind: "result"; readonly id: number; readonly text: string | Uint8Array }
   | {
       readonly kind: "failure";
       readonly id: number;
@@ -92,7 +92,11 @@ async function start(): Promise<void> {
         await chain.follow(message.head, message.changed);
         coinbase = message.coinbase;
         const text = await serveHeavyRequest(deps, message.request);
-        port.postMessage({ kind: "result", id: message.id, text } satisfies FromHeavyWorker);
+        // Bytes are moved, not copied (their buffer is theirs alone).
+        port.postMessage(
+          { kind: "result", id: message.id, text } satisfies FromHeavyWorker,
+          typeof text === "string" ? [] : [text.buffer as ArrayBuffer],
+        );
       } catch (err) {
         port.postMessage({
           kind: "failure",

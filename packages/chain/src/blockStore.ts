@@ -220,7 +220,7 @@ export class BlockStore {
 
   /**
    * The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`, or
-   * `undefined` past `limit` entries.
+   * `undefined` past `limit` entries (and `past` told where they were reached).
    */
   logIndexBlocks(
     kind: number,
@@ -228,8 +228,9 @@ export class BlockStore {
     from: bigint,
     to: bigint,
     limit: number,
+    past?: (reach: bigint) => void,
   ): Promise<bigint[] | undefined> {
-    return logIndexBlocks(this.#db, kind, values, from, to, limit);
+    return logIndexBlocks(this.#db, kind, values, from, to, limit, past);
   }
 
   /**

@@ -25,7 +25,8 @@ export interface LogIndexReader {
   logIndexStart(): Promise<bigint | undefined>;
   /**
    * The indexed blocks in [`from`, `to`] whose logs have any of `values` as `kind`, or
-   * `undefined` past `limit` entries.
+   * `undefined` past `limit` entries; then `past`, when given, learns a block number by which
+   * [`from`, that number] holds more than `limit` entries.
    */
   logIndexBlocks(
     kind: number,
@@ -33,6 +34,7 @@ export interface LogIndexReader {
     from: bigint,
     to: bigint,
     limit: number,
+    past?: (reach: bigint) => void,
   ): Promise<bigint[] | undefined>;
   /** The first block number with log records (see `logRecords.ts`), `undefined` while none has. */
   logRecordStart(): Promise<bigint | undefined>;
@@ -91,7 +93,8 @@ export function logIndexDeletes(number: bigint, receipts: readonly Receipt[]): W
 /**
  * The numbers of the indexed blocks in [`from`, `to`] where any of `values` occurs as `kind`
  * (an address, or a topic at one position), ascending; `undefined` when there are more than
- * `limit` entries (the value is too common for the index to save reads).
+ * `limit` entries (the value is too common for the index to save reads). Then `past`, when
+ * given, is told the last block read: [`from`, it] holds more than `limit` entries already.
  */
 export async function logIndexBlocks(
   db: Database,
@@ -100,15 +103,23 @@ export async function logIndexBlocks(
   from: bigint,
   to: bigint,
   limit: number,
+  past?: (reach: bigint) => void,
 ): Promise<bigint[] | undefined> {
   if (kind >= LogIndexKind.TOPIC + MAX_TOPICS) return [];
   const found = new Set<bigint>();
   let left = limit;
+  /** The highest block of the entries read (each value's are read in ascending order). */
+  let reach = from;
   for (const value of values) {
     const gte = entryKey(kind, value, from);
     const lt = entryKey(kind, value, to + 1n);
     const keys = await db.keyList(Bucket.LOG_INDEX, { gte, lt, limit: left + 1 });
-    if (keys.length > left) return undefined;
+    const last = keys.length > 0 ? readNumber(keys[keys.length - 1]!) : from;
+    if (last > reach) reach = last;
+    if (keys.length > left) {
+      past?.(reach);
+      return undefined;
+    }
     left -= keys.length;
     for (const key of keys) found.add(readNumber(key));
   }

@@ -166,13 +166,16 @@ export function matchLogs(logs: readonly LocatedLog[], match: LogMatch, out: Loc
   }
 }
 
-/** Whether `bytes` equals any of `values`. */
+/**
+ * Whether `bytes` equals any of `values`. Compared from the last byte: topics that hold an
+ * address or a number are zeros at the start, and differ, if they do, at the end.
+ */
 function anyEqual(bytes: Uint8Array, values: readonly Uint8Array[]): boolean {
   for (const value of values) {
     if (value.length !== bytes.length) continue;
-    let i = 0;
-    while (i < value.length && bytes[i] === value[i]) i++;
-    if (i === value.length) return true;
+    let i = value.length - 1;
+    while (i >= 0 && bytes[i] === value[i]) i--;
+    if (i < 0) return true;
   }
   return false;
 }

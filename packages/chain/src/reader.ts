@@ -40,6 +40,10 @@ export const LOGS_UNCAPPED_RANGE = 2000n;
 export const LOGS_CAP = 10_000;
 /** Log queries read the log index over ranges of at least this many indexed blocks by default. */
 export const LOG_INDEX_MIN_RANGE = 256n;
+/** What `getLogsWithin` stops with past its budget (never seen outside this module). */
+const OVER_BUDGET = Symbol("over the log query's budget");
+/** Spans of blocks remembered per log index constraint found too common to read. */
+const COMMON_SPANS = 16;
 /** Blocks of a range whose log records are looked up together: the first chunk, the largest. */
 const LOG_RECORD_FIRST_CHUNK = 64n;
 const LOG_RECORD_LAST_CHUNK = 1024n;
@@ -160,12 +164,14 @@ export class ChainReader {
   readonly #logsCap: number;
   readonly #logIndexMinRange: bigint;
   /**
-   * Log index constraints (kind and values) found too common to read: more than `most` entries
-   * over [`from`, `to`]. Skipping them again is only ever slower than reading them (a
-   * reorganization may have made one rarer since), never wrong: the index only narrows the
-   * blocks a query reads.
+   * Log index constraints (kind and values) found too common to read: for each, up to
+   * `COMMON_SPANS` spans of blocks that hold more than `most` entries, the latest first (each
+   * from where a read began to the block where it passed `most`, so that a later query over any
+   * range containing it skips the read: windows that slide near the head contain most of
+   * them). Skipping them again is only ever slower than reading them (a reorganization may
+   * have made one rarer since), never wrong: the index only narrows the blocks a query reads.
    */
-  readonly #common = new LRUCache<string, { from: bigint; to: bigint; most: number }>({
+  readonly #common = new LRUCache<string, { from: bigint; to: bigint; most: number }[]>({
     max: 1024,
   });
 
@@ -405,7 +411,29 @@ export class ChainReader {
   }
 
   /** The logs `query` selects, in chain order. */
-  async getLogs(query: LogQuery): Promise<FoundLog[]> {
+  getLogs(query: LogQuery): Promise<FoundLog[]> {
+    return this.#getLogs(query, undefined) as Promise<FoundLog[]>;
+  }
+
+  /**
+   * `getLogs`, or `undefined` as soon as the query turns out to cover more than
+   * `budget.blocks` blocks or to match more than `budget.logs` logs: for a caller that would
+   * rather have such a query served elsewhere. Throws what `getLogs` throws for a bad range.
+   */
+  getLogsWithin(
+    query: LogQuery,
+    budget: { readonly blocks: bigint; readonly logs: number },
+  ): Promise<FoundLog[] | undefined> {
+    return this.#getLogs(query, budget).catch((err: unknown) => {
+      if (err === OVER_BUDGET) return undefined;
+      throw err;
+    });
+  }
+
+  async #getLogs(
+    query: LogQuery,
+    budget: { readonly blocks: bigint; readonly logs: number } | undefined,
+  ): Promise<FoundLog[]> {
     const found: FoundLog[] = [];
     const bits: QueryBits = {
       addresses: query.addresses.map(bloomBits),
@@ -420,6 +448,7 @@ export class ChainReader {
         );
       }
       await this.#collectLogs(block, query, bits, found);
+      if (budget !== undefined && found.length > budget.logs) throw OVER_BUDGET;
       return found;
     }
     const head = this.chain.head.block.header.number;
@@ -441,7 +470,10 @@ export class ChainReader {
     const range = this.#logsUncappedRange;
     const cap = this.#logsCap;
     const capped = to - from + 1n > range;
+    if (budget !== undefined && (to < head ? to : head) - from + 1n > budget.blocks)
+      throw OVER_BUDGET;
     const checkCap = () => {
+      if (budget !== undefined && found.length > budget.logs) throw OVER_BUDGET;
       if (capped && found.length > cap) {
         throw new ChainError(
           ChainErrorCode.LOGS_LIMIT,
@@ -542,12 +574,17 @@ export class ChainReader {
     /** The blocks where a constraint is met, `undefined` past `most` entries (or known to be). */
     const probe = async (kind: number, values: readonly Uint8Array[], most: number) => {
       const key = `${kind}:${values.map(bytesToHex).join()}`;
-      const known = this.#common.get(key);
+      const spans = this.#common.get(key);
       // Known to have more entries over a range this one contains: more here too.
-      if (known !== undefined && known.from >= start && known.to <= last && known.most >= most)
-        return undefined;
-      const found = await index.logIndexBlocks(kind, values, start, last, most);
-      if (found === undefined) this.#common.set(key, { from: start, to: last, most });
+      if (spans?.some((s) => s.from >= start && s.to <= last && s.most >= most)) return undefined;
+      let reach = last;
+      const found = await index.logIndexBlocks(kind, values, start, last, most, (at) => {
+        reach = at;
+      });
+      if (found === undefined) {
+        const span = { from: start, to: reach, most };
+        this.#common.set(key, [span, ...(spans ?? []).slice(0, COMMON_SPANS - 1)]);
+      }
       return found;
     };
     // In rounds of growing bounds (64 entries, then 8 times as many up to the limit), so that a

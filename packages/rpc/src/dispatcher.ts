@@ -70,6 +70,11 @@ export interface CallGuard {
 
 /** Serialized responses: `undefined` means nothing is sent back (notifications only). */
 export type DispatchOutput = string | undefined;
+/**
+ * A serialized response as text or as its UTF-8 bytes (an answer built from a result that came
+ * as bytes, such as `eth_getLogs`'): what a transport that writes bytes takes.
+ */
+export type WireOutput = string | Uint8Array | undefined;
 
 /**
  * The JSON-RPC 2.0 envelope: parses a body, validates each request, runs the methods and
@@ -100,6 +105,20 @@ export class Dispatcher {
     guard?: CallGuard,
     notes?: DispatchNotes,
   ): DispatchOutput | Promise<DispatchOutput> {
+    const out = this.dispatchWire(body, ctx, guard, notes);
+    return out instanceof Promise ? out.then(asText) : asText(out);
+  }
+
+  /**
+   * `dispatch`, with a large answer left as bytes when its result came as bytes: a transport
+   * that writes bytes spares itself decoding them into a string only to encode it again.
+   */
+  dispatchWire(
+    body: string,
+    ctx: CallContext,
+    guard?: CallGuard,
+    notes?: DispatchNotes,
+  ): WireOutput | Promise<WireOutput> {
     const writing = this.#deps.services.chain.writing?.();
     if (writing !== undefined) return writing.then(() => this.#dispatch(body, ctx, guard, notes));
     return this.#dispatch(body, ctx, guard, notes);
@@ -110,7 +129,7 @@ export class Dispatcher {
     ctx: CallContext,
     guard: CallGuard | undefined,
     notes: DispatchNotes | undefined,
-  ): DispatchOutput | Promise<DispatchOutput> {
+  ): WireOutput | Promise<WireOutput> {
     // A batch over the limit is refused before it is parsed: counting its members is a scan,
     // parsing builds every one of them. `[0,0]` is the shortest form of two members, so only a
     // body of more than twice the limit can hold too many.
@@ -135,7 +154,7 @@ export class Dispatcher {
     const deadline = this.#opts.timeoutMs > 0 ? Date.now() + this.#opts.timeoutMs : 0;
     if (!Array.isArray(parsed)) {
       const out = this.#handleOne(parsed, ctx, deadline, guard, notes);
-      return typeof out === "object"
+      return out instanceof Promise
         ? out.then((o) => this.#limitSingle(parsed, o))
         : this.#limitSingle(parsed, out);
     }
@@ -151,12 +170,12 @@ export class Dispatcher {
       return batchTooLarge(parsed.length, max);
     }
     const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline, guard, notes));
-    return outs.some((out) => typeof out === "object")
+    return outs.some((out) => out instanceof Promise)
       ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done))
-      : this.#joinBatch(parsed, outs as DispatchOutput[]);
+      : this.#joinBatch(parsed, outs as WireOutput[]);
   }
 
-  #limitSingle(req: unknown, out: DispatchOutput): DispatchOutput {
+  #limitSingle(req: unknown, out: WireOutput): WireOutput {
     const limit = this.#opts.maxResponseBytes;
     if (out !== undefined && out.length > limit / 3 && byteLength(out) > limit) {
       return errorResponse(idOf(req), this.#responseTooLarge());
@@ -165,14 +184,14 @@ export class Dispatcher {
   }
 
   /** Batch answers in request order; members past the response size limit get -32011. */
-  #joinBatch(reqs: readonly unknown[], outs: readonly DispatchOutput[]): DispatchOutput {
-    const parts: string[] = [];
+  #joinBatch(reqs: readonly unknown[], outs: readonly WireOutput[]): WireOutput {
+    const parts: (string | Uint8Array)[] = [];
     let chars = 2;
     for (const out of outs) if (out !== undefined) chars += out.length + 1;
     // A string's UTF-8 form is at most 3 bytes per UTF-16 unit: count bytes only near the limit.
     if (chars * 3 <= this.#opts.maxResponseBytes) {
       for (const out of outs) if (out !== undefined) parts.push(out);
-      return parts.length === 0 ? undefined : `[${parts.join(",")}]`;
+      return joinParts(parts);
     }
     let size = 2;
     for (let i = 0; i < outs.length; i++) {
@@ -184,7 +203,7 @@ export class Dispatcher {
       }
       parts.push(out);
     }
-    return parts.length === 0 ? undefined : `[${parts.join(",")}]`;
+    return joinParts(parts);
   }
 
   /** One request's serialized response; a promise only when its handler is asynchronous. */
@@ -194,7 +213,7 @@ export class Dispatcher {
     deadline: number,
     guard: CallGuard | undefined,
     notes: DispatchNotes | undefined,
-  ): DispatchOutput | Promise<DispatchOutput> {
+  ): WireOutput | Promise<WireOutput> {
     const measured = this.#metrics !== undefined || notes !== undefined;
     const start = measured ? performance.now() : 0;
     const call = validateRequest(req);
@@ -269,20 +288,25 @@ export class Dispatcher {
     encode: (value: never) => unknown,
     value: unknown,
     seen: Observation | undefined,
-  ): DispatchOutput {
+  ): WireOutput {
     if (call.notification) {
       if (seen !== undefined) this.#told(seen, 0);
       return undefined;
     }
-    let json: string;
+    let json: string | Uint8Array;
+    let own = false;
     try {
       const encoded = encode(value as never);
-      json = encoded instanceof RawJson ? encoded.text : JSON.stringify(encoded);
+      if (encoded instanceof RawJson) {
+        json = encoded.text;
+        own = encoded.ownBuffer;
+      } else json = JSON.stringify(encoded);
     } catch (err) {
       return this.#failure(call, err, seen);
     }
     if (seen !== undefined) this.#told(seen, 0);
-    return `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${json}}`;
+    const head = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":`;
+    return typeof json === "string" ? `${head}${json}}` : withBytes(head, json, own);
   }
 
   #failure(call: ValidCall, err: unknown, seen: Observation | undefined): DispatchOutput {
@@ -368,7 +392,51 @@ export function errorResponse(id: RequestId, err: RPCError): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"error":${JSON.stringify(err)}}`;
 }
 
-function byteLength(s: string): number {
+/**
+ * `head`, `bytes` and `}` as bytes: around them in their buffer when it is theirs alone (`own`)
+ * and has the room, else copied. Not as a string: V8 places each string over 128 kB in fresh
+ * memory of its own, whose pages the system faults in one by one, and a string joined to a large
+ * one is flattened into another as large when its bytes are counted or written; a fresh buffer
+ * of that size costs as much.
+ */
+function withBytes(head: string, bytes: Uint8Array, own: boolean): Uint8Array {
+  const at = Buffer.byteLength(head, "utf8");
+  const end = bytes.byteOffset + bytes.length;
+  if (own && at <= bytes.byteOffset && end < bytes.buffer.byteLength) {
+    const out = Buffer.from(bytes.buffer, bytes.byteOffset - at, at + bytes.length + 1);
+    out.write(head, 0, "utf8");
+    out[at + bytes.length] = 0x7d; // }
+    return out;
+  }
+  const out = Buffer.allocUnsafe(at + bytes.length + 1);
+  out.write(head, 0, "utf8");
+  out.set(bytes, at);
+  out[at + bytes.length] = 0x7d; // }
+  return out;
+}
+
+/** A batch's answers as one JSON array: bytes when any of them is. */
+function joinParts(parts: readonly (string | Uint8Array)[]): WireOutput {
+  if (parts.length === 0) return undefined;
+  if (parts.every((part) => typeof part === "string")) return `[${parts.join(",")}]`;
+  const chunks: Uint8Array[] = [];
+  for (const [i, part] of parts.entries()) {
+    chunks.push(Buffer.from(i === 0 ? "[" : ","));
+    chunks.push(typeof part === "string" ? Buffer.from(part, "utf8") : part);
+  }
+  chunks.push(Buffer.from("]"));
+  return Buffer.concat(chunks);
+}
+
+/** The answer as text (it is UTF-8 when it came as bytes). */
+function asText(out: WireOutput): DispatchOutput {
+  return out instanceof Uint8Array
+    ? Buffer.from(out.buffer, out.byteOffset, out.length).toString("utf8")
+    : out;
+}
+
+function byteLength(s: string | Uint8Array): number {
+  if (typeof s !== "string") return s.length;
   return Buffer.byteLength(s, "utf8");
 }
 

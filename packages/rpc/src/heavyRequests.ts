@@ -89,7 +89,8 @@ export type HeavyRequest =
  * error); anything else (a worker thread that stopped) is an internal error.
  */
 export interface HeavyRequestService {
-  run(request: HeavyRequest): Promise<string>;
+  /** The result's JSON: text, or UTF-8 bytes (`eth_getLogs`'s). */
+  run(request: HeavyRequest): Promise<string | Uint8Array>;
   /**
    * Whether a thread is ready to take a request; starts the threads when they are not started.
    * `debug_traceCall`, one call like `eth_call`'s, runs on the calling thread while none is

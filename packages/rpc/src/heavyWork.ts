@@ -22,13 +22,14 @@ export interface HeavyWorkDeps {
 }
 
 /**
- * Serves `request` on `deps` as its method would on the main thread, and answers the JSON text
- * of its result: what the node's worker threads run.
+ * Serves `request` on `deps` as its method would on the main thread, and answers the JSON of its
+ * result, as text or (`eth_getLogs`) as bytes in a buffer of their own, which the worker thread
+ * hands over without a copy: what the node's worker threads run.
  */
 export async function serveHeavyRequest(
   deps: HeavyWorkDeps,
   request: HeavyRequest,
-): Promise<string> {
+): Promise<string | Uint8Array> {
   const { reader, tracing } = deps;
   switch (request.method) {
     case "eth_getLogs":

@@ -7,13 +7,18 @@ const identity = <T>(value: T): T => value;
 
 /**
  * A result already serialized: the dispatcher puts `text` in the response as it is. For results
- * built from cached pieces of JSON (the logs of a block never change).
+ * built from cached pieces of JSON (the logs of a block never change). `text` may be the JSON's
+ * UTF-8 bytes (large answers made on a worker thread come as bytes: see `formatLogsJsonBytes`);
+ * `ownBuffer` says that the buffer around them is theirs alone, so that the bytes free in it
+ * before and after them may take the response's head and its closing brace.
  */
 export class RawJson {
-  readonly text: string;
+  readonly text: string | Uint8Array;
+  readonly ownBuffer: boolean;
 
-  constructor(text: string) {
+  constructor(text: string | Uint8Array, opts: { readonly ownBuffer?: boolean } = {}) {
     this.text = text;
+    this.ownBuffer = opts.ownBuffer === true && typeof text !== "string";
   }
 }
 

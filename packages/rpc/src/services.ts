@@ -85,6 +85,14 @@ export interface ChainReaderService {
   ): Promise<{ readonly outcome: CallOutcome; readonly tracer: T }>;
   /** In chain order; throws a domain error past the spec's limits. */
   getLogs(query: LogQuery): Promise<FoundLog[]>;
+  /**
+   * `getLogs`, or `undefined` once the query covers more than `budget.blocks` blocks or
+   * matches more than `budget.logs` logs.
+   */
+  getLogsWithin?(
+    query: LogQuery,
+    budget: { readonly blocks: bigint; readonly logs: number },
+  ): Promise<FoundLog[] | undefined>;
   transaction(hash: Uint8Array): Promise<IncludedTransaction | null>;
   receipt(hash: Uint8Array): Promise<IncludedReceipt | null>;
   /** Every receipt of a block, in order (for the pending block, those of its execution). */

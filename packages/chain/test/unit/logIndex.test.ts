@@ -224,6 +224,45 @@ describe("log index", () => {
     expect(walks).toHaveBeenCalledTimes(7);
   });
 
+  it("does not read again a constraint over windows that slide, each containing where an earlier read passed its limit", async () => {
+    const { chain } = await open();
+    const miner = new Miner(chain);
+    await miner.deploy();
+    for (let i = 0; i < 40; i++) await miner.block(i === 30 ? [[1, 9]] : [[0, 1]]);
+    const reader = new ChainReader(chain, executor, {
+      coinbase: () => MINER,
+      logIndexMinRange: 1n,
+    });
+    const walks = vi.spyOn(chain.logIndex, "logIndexBlocks");
+    const common = { addresses: [EMITTERS[0]!], topics: [[topic(1)]] };
+    const range = (from: bigint, to: bigint) => ({ from: byNumber(from), to: byNumber(to) });
+    const everyOne = async (from: bigint, to: bigint) =>
+      summary(await everyBlock(chain, { ...common, range: range(from, to) }, from, to));
+    // Blocks 5 to 30, a limit of 3: each constraint passes it by block 8.
+    expect(summary(await reader.getLogs({ ...common, range: range(5n, 30n) }))).toEqual(
+      await everyOne(5n, 30n),
+    );
+    expect(walks).toHaveBeenCalledTimes(2);
+    // An earlier window with the same limit contains blocks 5 to 8: not read.
+    expect(summary(await reader.getLogs({ ...common, range: range(4n, 29n) }))).toEqual(
+      await everyOne(4n, 29n),
+    );
+    expect(walks).toHaveBeenCalledTimes(2);
+    // A later one does not: read, passing the limit by block 13; then a window containing 10 to
+    // 13 is not read, nor one containing 5 to 8 (both are remembered).
+    expect(summary(await reader.getLogs({ ...common, range: range(10n, 35n) }))).toEqual(
+      await everyOne(10n, 35n),
+    );
+    expect(walks).toHaveBeenCalledTimes(4);
+    expect(summary(await reader.getLogs({ ...common, range: range(9n, 34n) }))).toEqual(
+      await everyOne(9n, 34n),
+    );
+    expect(summary(await reader.getLogs({ ...common, range: range(3n, 28n) }))).toEqual(
+      await everyOne(3n, 28n),
+    );
+    expect(walks).toHaveBeenCalledTimes(4);
+  });
+
   it("writes entries with a block, deletes them on a rewind and follows a reorganization", async () => {
     const a = await open();
     const c = await open();

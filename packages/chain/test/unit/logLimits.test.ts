@@ -154,6 +154,45 @@ describe("ChainReader.getLogs limits", () => {
     ).toThrow(RangeError);
   });
 
+  it("getLogsWithin answers what getLogs does within its budget, undefined past it, and the same errors", async () => {
+    const chain = await openChain();
+    // Blocks 2..6 with 1, 2, 0 (no call), 3 and 1 logs.
+    await emitting(chain, [[1], [2], [], [3], [1]]);
+    const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
+    const all = { addresses: [] as Address[], topics: [] };
+    const q = (from: bigint, to: bigint) => ({
+      ...all,
+      range: range(byNumber(from), byNumber(to)),
+    });
+    const budget = (blocks: bigint, logs: number) => ({ blocks, logs });
+    const ids = (logs: readonly { blockNumber: bigint; logIndex: number }[] | undefined) =>
+      logs?.map((l) => `${l.blockNumber}/${l.logIndex}`);
+    // Within: the same logs.
+    expect(ids(await reader.getLogsWithin(q(2n, 6n), budget(5n, 7)))).toEqual(
+      ids(await reader.getLogs(q(2n, 6n))),
+    );
+    // One block too many, or one log too many: undefined.
+    expect(await reader.getLogsWithin(q(2n, 6n), budget(4n, 7))).toBeUndefined();
+    expect(await reader.getLogsWithin(q(2n, 6n), budget(5n, 6))).toBeUndefined();
+    // The range is counted to the head; a single block by hash counts its logs.
+    expect(ids(await reader.getLogsWithin(q(5n, 100n), budget(2n, 4)))).toEqual(
+      ids(await reader.getLogs(q(5n, 6n))),
+    );
+    const block5 = (await chain.getBlockByNumber(5n))!;
+    const byHash = { ...all, range: { blockHash: block5.hash } };
+    expect(await reader.getLogsWithin(byHash, budget(1n, 2))).toBeUndefined();
+    expect(ids(await reader.getLogsWithin(byHash, budget(1n, 3)))).toEqual(
+      ids(await reader.getLogs(byHash)),
+    );
+    // A bad range is refused as getLogs refuses it.
+    expect((await caught(reader.getLogsWithin(q(8n, 9n), budget(5n, 5)))).code).toBe(
+      ChainErrorCode.RANGE_BEYOND_HEAD,
+    );
+    expect((await caught(reader.getLogsWithin(q(4n, 3n), budget(5n, 5)))).code).toBe(
+      ChainErrorCode.INVALID_RANGE,
+    );
+  });
+
   it("refuses a range that starts beyond the head, and reads one that ends beyond it up to the head", async () => {
     const chain = await openChain();
     await emitting(chain, [[1], [2]]);

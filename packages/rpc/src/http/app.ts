@@ -8,7 +8,7 @@ import {
   newNotes,
   since,
 } from "../accessLog.js";
-import type { Dispatcher, DispatchNotes, RequestId } from "../dispatcher.js";
+import type { Dispatcher, DispatchNotes, RequestId, WireOutput } from "../dispatcher.js";
 import { errorResponse } from "../dispatcher.js";
 import { RPCError, RPCErrorCode } from "../errors.js";
 import type { RequestMetrics } from "../metrics.js";
@@ -30,8 +30,8 @@ export interface HttpRequestHead {
 export interface HttpReply {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
-  /** Empty string: no body. */
-  readonly body: string;
+  /** Empty string: no body. Bytes: the UTF-8 of a large answer that came as bytes. */
+  readonly body: string | Uint8Array;
 }
 
 export interface HttpAppOptions {
@@ -265,8 +265,8 @@ export class HttpApp {
     const logging = this.#deps.accessLog !== undefined;
     const start = logging ? performance.now() : 0;
     const notes = logging ? newNotes() : undefined;
-    const out = this.#deps.dispatcher.dispatch(body, ctx, guard, notes);
-    const answer = (o: string | undefined): HttpReply => {
+    const out = this.#deps.dispatcher.dispatchWire(body, ctx, guard, notes);
+    const answer = (o: WireOutput): HttpReply => {
       // Nothing ran: 429, safe to send again after Retry-After. Some members ran: 200, with
       // the refused ones' errors in their places.
       const reply =
@@ -283,7 +283,7 @@ export class HttpApp {
       }
       return reply;
     };
-    return typeof out === "object" ? out.then(answer) : answer(out);
+    return out instanceof Promise ? out.then(answer) : answer(out);
   }
 
   /** The access record of a reply given without running a method. */
@@ -321,7 +321,7 @@ export class HttpApp {
   #json(
     req: HttpRequestHead,
     status: number,
-    body: string,
+    body: string | Uint8Array,
     extra?: Record<string, string>,
   ): HttpReply {
     const origin = this.#allowedOrigin(req.origin);
@@ -381,6 +381,8 @@ const REFUSAL = /^\{"jsonrpc":"2\.0","id":null,"error":\{"code":(-?\d+)/;
 
 /** The JSON-RPC error code of a refusal of this layer (see `#error`), for the access log. */
 function refusalCode(reply: HttpReply): number[] {
+  // Refusals are built here as text; an answer as bytes is a method's, never a refusal.
+  if (typeof reply.body !== "string") return [];
   const found = REFUSAL.exec(reply.body);
   return found === null ? [] : [Number(found[1])];
 }

@@ -304,7 +304,10 @@ function replyText(reply: HttpReply, close: boolean): string {
   lines.push(`content-length: ${Buffer.byteLength(reply.body)}`);
   lines.push(`date: ${new Date().toUTCString()}`);
   lines.push(close ? "connection: close" : "connection: keep-alive", "", "");
-  return lines.join("\r\n") + reply.body;
+  const body = reply.body;
+  return (
+    lines.join("\r\n") + (typeof body === "string" ? body : Buffer.from(body).toString("utf8"))
+  );
 }
 
 function send(res: ServerResponse, reply: HttpReply): void {

@@ -13,6 +13,7 @@ import {
   type SignedTransaction,
   withForkDetectionData,
 } from "@nodex/types";
+import { takeAnswerBuffer } from "../answerBuffers.js";
 
 const ZERO_NONCE = "0x0000000000000000";
 const ZERO_HASH = `0x${"00".repeat(32)}`;
@@ -216,9 +217,52 @@ const LOG_TEXTS = new WeakMap<FoundLog, string>();
 
 /**
  * The JSON array of `logs`, each as `JSON.stringify(formatLog(log, removed))` writes it, built
- * as text directly: what `eth_getLogs` answers with.
+ * as text directly.
  */
 export function formatLogsJson(logs: readonly FoundLog[], removed = false): string {
+  const texts = logTexts(logs, removed);
+  if (texts.length === 0) return "[]";
+  // The brackets on the first and last texts, so that `join` makes the one flat string.
+  texts[0] = `[${texts[0]}`;
+  texts[texts.length - 1] = `${texts[texts.length - 1]}]`;
+  return texts.join(",");
+}
+
+/**
+ * Bytes left free before and after the JSON `formatLogsJsonBytes` writes, in the same buffer:
+ * room for the response's head (`{"jsonrpc":"2.0","id":…,"result":`) and its closing brace,
+ * so that the dispatcher writes them around the result instead of copying it (see `RawJson`).
+ */
+export const LOGS_JSON_ROOM = { before: 64, after: 1 } as const;
+
+/**
+ * `formatLogsJson(logs)`'s text as bytes (ASCII, so also its UTF-8), in a buffer of its own with
+ * `LOGS_JSON_ROOM` around them: what `eth_getLogs` answers with. A new buffer, which may be
+ * moved to another thread; or, with `reuse`, one of `takeAnswerBuffer`'s, for an answer written
+ * on this thread. Copying the logs' texts into one buffer costs a fraction of what joining them
+ * does once the answer is large: V8 places each string over 128 kB in fresh memory of its own,
+ * whose pages the system then faults in one by one, on every such string made.
+ */
+export function formatLogsJsonBytes(logs: readonly FoundLog[], reuse = false): Uint8Array {
+  const texts = logTexts(logs, false);
+  let size = texts.length === 0 ? 2 : texts.length + 1;
+  for (const text of texts) size += text.length;
+  const { before, after } = LOGS_JSON_ROOM;
+  const out = reuse
+    ? takeAnswerBuffer(before + size + after)
+    : Buffer.allocUnsafeSlow(before + size + after);
+  out[before] = 0x5b; // [
+  let at = before + 1;
+  for (let i = 0; i < texts.length; i++) {
+    if (i > 0) out[at++] = 0x2c; // ,
+    at += out.write(texts[i]!, at, "latin1");
+  }
+  out[at] = 0x5d; // ]
+  return out.subarray(before, before + size);
+}
+
+/** Each log's JSON text (one-byte strings, ASCII), by position. */
+function logTexts(logs: readonly FoundLog[], removed: boolean): string[] {
   const texts: string[] = new Array(logs.length);
   /** The logs to format, by position. */
   const missing: number[] = [];
@@ -236,51 +280,46 @@ export function formatLogsJson(logs: readonly FoundLog[], removed = false): stri
       found.transactionHash.length + found.blockHash.length + log.address.length + log.data.length;
     size += LOG_FIXED + 2 * bytes + 70 * log.topics.length;
   }
-  if (missing.length > 0) {
-    const out = Buffer.allocUnsafe(size);
-    const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-    const opening = removed ? LOG_PARTS.removed : LOG_PARTS.kept;
-    let at = 0;
-    for (const i of missing) {
-      const found = logs[i]!;
-      const start = at;
-      at = putBytes(out, at, opening);
-      at = putQuantity(out, at, found.logIndex);
-      at = putBytes(out, at, LOG_PARTS.transactionIndex);
-      at = putQuantity(out, at, found.transactionIndex);
-      at = putBytes(out, at, LOG_PARTS.transactionHash);
-      at = putHex(view, at, found.transactionHash);
-      at = putBytes(out, at, LOG_PARTS.blockHash);
-      at = putHex(view, at, found.blockHash);
-      at = putBytes(out, at, LOG_PARTS.blockNumber);
-      at = putQuantity(out, at, found.blockNumber);
-      at = putBytes(out, at, LOG_PARTS.address);
-      at = putHex(view, at, found.log.address);
-      at = putBytes(out, at, LOG_PARTS.data);
-      at = putHex(view, at, found.log.data);
-      at = putBytes(out, at, LOG_PARTS.topics);
-      const { topics } = found.log;
-      for (let t = 0; t < topics.length; t++) {
-        if (t > 0) out[at++] = 0x2c; // ,
-        out[at++] = 0x22; // "
-        out[at++] = 0x30; // 0
-        out[at++] = 0x78; // x
-        at = putHex(view, at, topics[t]!);
-        out[at++] = 0x22;
-      }
-      out[at++] = 0x5d; // ]
-      out[at++] = 0x7d; // }
-      const text = out.toString("latin1", start, at);
-      texts[i] = text;
-      // Logs read whole from their block are new objects every time: not worth remembering.
-      if (!removed && found.block === undefined) LOG_TEXTS.set(found, text);
+  if (missing.length === 0) return texts;
+  const out = Buffer.allocUnsafe(size);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const opening = removed ? LOG_PARTS.removed : LOG_PARTS.kept;
+  let at = 0;
+  for (const i of missing) {
+    const found = logs[i]!;
+    const start = at;
+    at = putBytes(out, at, opening);
+    at = putQuantity(out, at, found.logIndex);
+    at = putBytes(out, at, LOG_PARTS.transactionIndex);
+    at = putQuantity(out, at, found.transactionIndex);
+    at = putBytes(out, at, LOG_PARTS.transactionHash);
+    at = putHex(view, at, found.transactionHash);
+    at = putBytes(out, at, LOG_PARTS.blockHash);
+    at = putHex(view, at, found.blockHash);
+    at = putBytes(out, at, LOG_PARTS.blockNumber);
+    at = putQuantity(out, at, found.blockNumber);
+    at = putBytes(out, at, LOG_PARTS.address);
+    at = putHex(view, at, found.log.address);
+    at = putBytes(out, at, LOG_PARTS.data);
+    at = putHex(view, at, found.log.data);
+    at = putBytes(out, at, LOG_PARTS.topics);
+    const { topics } = found.log;
+    for (let t = 0; t < topics.length; t++) {
+      if (t > 0) out[at++] = 0x2c; // ,
+      out[at++] = 0x22; // "
+      out[at++] = 0x30; // 0
+      out[at++] = 0x78; // x
+      at = putHex(view, at, topics[t]!);
+      out[at++] = 0x22;
     }
+    out[at++] = 0x5d; // ]
+    out[at++] = 0x7d; // }
+    const text = out.toString("latin1", start, at);
+    texts[i] = text;
+    // Logs read whole from their block are new objects every time: not worth remembering.
+    if (!removed && found.block === undefined) LOG_TEXTS.set(found, text);
   }
-  if (texts.length === 0) return "[]";
-  // The brackets on the first and last texts, so that `join` makes the one flat string.
-  texts[0] = `[${texts[0]}`;
-  texts[texts.length - 1] = `${texts[texts.length - 1]}]`;
-  return texts.join(",");
+  return texts;
 }
 
 function putBytes(out: Uint8Array, at: number, part: Uint8Array): number {

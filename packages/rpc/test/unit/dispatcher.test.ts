@@ -11,6 +11,9 @@ import {
 } from "../../src/index.js";
 import { fakeServices, logger } from "./fixtures.js";
 
+let lastOwn: Buffer | undefined;
+let lastShared: Buffer | undefined;
+
 const test = defineModule("debug", {
   echo: method({
     params: [p.quantity, p.optional(p.boolean, true)],
@@ -58,6 +61,34 @@ const test = defineModule("debug", {
     params: [p.quantity],
     result: r.raw,
     handler: (_s, [n]) => new RawJson(`[${Array(Number(n)).fill('"xx"').join(",")}]`),
+  }),
+  rawOwn: method({
+    params: [p.quantity],
+    result: r.raw,
+    handler: async (_s, [n]) => {
+      // 40 bytes of room before the result and 1 after, in a buffer of its own.
+      const json = Buffer.from(`[${Array(Number(n)).fill('"xé"').join(",")}]`, "utf8");
+      const buffer = Buffer.alloc(40 + json.length + 1, 0x2a);
+      json.copy(buffer, 40);
+      lastOwn = buffer;
+      return new RawJson(buffer.subarray(40, 40 + json.length), { ownBuffer: true });
+    },
+  }),
+  rawShared: method({
+    params: [],
+    result: r.raw,
+    handler: async () => {
+      const buffer = Buffer.alloc(100, 0x2a);
+      buffer.write("[1]", 40);
+      lastShared = buffer;
+      return new RawJson(buffer.subarray(40, 43));
+    },
+  }),
+  rawBytes: method({
+    params: [p.quantity],
+    result: r.raw,
+    handler: async (_s, [n]) =>
+      new RawJson(Buffer.from(`[${Array(Number(n)).fill('"xé"').join(",")}]`, "utf8")),
   }),
 });
 
@@ -220,6 +251,69 @@ describe("Dispatcher", () => {
     expect((await run(d, req("debug_raw", ["0x3"]))).result).toEqual(["xx", "xx", "xx"]);
     expect((await run(d, req("debug_raw", ["0x0"]))).result).toEqual([]);
     expect((await run(d, req("debug_raw", ["0x190"]))).error?.code).toBe(-32011);
+  });
+
+  it("answers a result that came as bytes with the same text, and as bytes to a transport that writes them", async () => {
+    const d = dispatcher({ maxResponseBytes: 1000 });
+    for (const id of [7, "é-1", null]) {
+      const body = JSON.stringify(req("debug_rawBytes", ["0x3"], id));
+      const expected = JSON.stringify({ jsonrpc: "2.0", id, result: ["xé", "xé", "xé"] });
+      expect(await d.dispatch(body, ctx)).toBe(expected);
+      const wire = await d.dispatchWire(body, ctx);
+      expect(wire).toBeInstanceOf(Uint8Array);
+      expect(Buffer.from(wire as Uint8Array).toString("utf8")).toBe(expected);
+    }
+    // The limit counts bytes: 200 × `"xé",` is 1,200 bytes.
+    expect((await run(d, req("debug_rawBytes", ["0xc8"]))).error?.code).toBe(-32011);
+  });
+
+  it("writes the head and the brace around a result in a buffer of its own when they fit, and copies it otherwise", async () => {
+    const d = dispatcher();
+    const expected = (id: unknown) => JSON.stringify({ jsonrpc: "2.0", id, result: ["xé", "xé"] });
+    // `{"jsonrpc":"2.0","id":7,"result":` is 33 bytes: it fits in the 40 before.
+    const fits = (await d.dispatchWire(
+      JSON.stringify(req("debug_rawOwn", ["0x2"], 7)),
+      ctx,
+    )) as Uint8Array;
+    expect(Buffer.from(fits).toString("utf8")).toBe(expected(7));
+    expect(fits.buffer).toBe(lastOwn!.buffer);
+    // A longer id does not: copied, the buffer left as it was.
+    const id = "an id too long for the room";
+    const copied = (await d.dispatchWire(
+      JSON.stringify(req("debug_rawOwn", ["0x2"], id)),
+      ctx,
+    )) as Uint8Array;
+    expect(Buffer.from(copied).toString("utf8")).toBe(expected(id));
+    expect(copied.buffer).not.toBe(lastOwn!.buffer);
+    expect(lastOwn!.subarray(0, 40).every((b) => b === 0x2a)).toBe(true);
+    // Bytes whose buffer is not said to be theirs: what is around them is never written.
+    const shared = (await d.dispatchWire(
+      JSON.stringify(req("debug_rawShared", [], 1)),
+      ctx,
+    )) as Uint8Array;
+    expect(Buffer.from(shared).toString("utf8")).toBe('{"jsonrpc":"2.0","id":1,"result":[1]}');
+    expect(lastShared!.toString("latin1")).toBe(`${"*".repeat(40)}[1]${"*".repeat(57)}`);
+  });
+
+  it("joins a batch with results as bytes and as text, in order, as bytes or as text", async () => {
+    const d = dispatcher();
+    const batch = JSON.stringify([
+      req("debug_rawBytes", ["0x1"], 1),
+      req("debug_echo", ["0x2"], 2),
+      req("debug_rawBytes", ["0x2"], 3),
+    ]);
+    const expected = JSON.stringify([
+      { jsonrpc: "2.0", id: 1, result: ["xé"] },
+      { jsonrpc: "2.0", id: 2, result: { n: "2", flag: true } },
+      { jsonrpc: "2.0", id: 3, result: ["xé", "xé"] },
+    ]);
+    expect(await d.dispatch(batch, ctx)).toBe(expected);
+    const wire = await d.dispatchWire(batch, ctx);
+    expect(Buffer.from(wire as Uint8Array).toString("utf8")).toBe(expected);
+    // Text alone stays text.
+    expect(await d.dispatchWire(JSON.stringify([req("debug_echo", ["0x2"], 2)]), ctx)).toBe(
+      JSON.stringify([{ jsonrpc: "2.0", id: 2, result: { n: "2", flag: true } }]),
+    );
   });
 
   it("counts the response size limit across a batch", async () => {

@@ -129,3 +129,36 @@ describe("eth_getLogs", () => {
     expect(res.error).toEqual({ code: -32602, message });
   });
 });
+
+describe("eth_getLogs across a reorganization", () => {
+  it("never answers the logs of blocks evm_revert took out, whichever thread answers", async () => {
+    const wallet = new Wallet(KEY0, provider);
+    const head = Number((await call(node.url, "eth_blockNumber")).result);
+    const snapshot = (await call(node.url, "evm_snapshot")).result as string;
+    const first = await (await wallet.sendTransaction({ to: contract, gasLimit: 60_000n })).wait();
+    const range = { fromBlock: hex(head + 1), toBlock: hex(head + 1), address: contract };
+    // Answered (and its records read) before the revert.
+    const before = await logs(range);
+    expect(before.map((l) => l.transactionHash)).toEqual([first!.hash]);
+    expect((await call(node.url, "evm_revert", [snapshot])).result).toBe(true);
+    // The block is gone: the range is past the head now.
+    expect((await call(node.url, "eth_getLogs", [range])).error).toEqual({
+      code: -32602,
+      message: "block range extends beyond current head block",
+    });
+    // Another transaction in a block at the same height: its log, not the reverted one.
+    const second = await (
+      await wallet.sendTransaction({ to: contract, gasLimit: 60_000n, value: 0n, data: "0x01" })
+    ).wait();
+    expect(second!.blockNumber).toBe(head + 1);
+    expect(second!.hash).not.toBe(first!.hash);
+    const after = await logs(range);
+    expect(after.map((l) => [l.transactionHash, l.blockNumber])).toEqual([
+      [second!.hash, hex(head + 1)],
+    ]);
+    // Over the whole chain too (the ping blocks and this one), in order.
+    const all = await logs({ fromBlock: "0x0", toBlock: "latest", topics: [PING] });
+    expect(all.map((l) => l.blockNumber)).toEqual([...pingBlocks, head + 1].map(hex));
+    expect(all.at(-1)!.transactionHash).toBe(second!.hash);
+  });
+});

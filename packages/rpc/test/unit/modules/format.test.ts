@@ -2,7 +2,12 @@ import type { FoundLog } from "@nodex/chain";
 import type { Address, Hash32 } from "@nodex/types";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { formatLog, formatLogsJson } from "../../../src/modules/format.js";
+import {
+  formatLog,
+  formatLogsJson,
+  formatLogsJsonBytes,
+  LOGS_JSON_ROOM,
+} from "../../../src/modules/format.js";
 
 const bytes = (n: number) => fc.uint8Array({ minLength: n, maxLength: n });
 const foundLog: fc.Arbitrary<FoundLog> = fc.record({
@@ -63,6 +68,25 @@ describe("formatLogsJson", () => {
     );
     expect(formatLogsJson([edge, edge], true)).toBe(
       JSON.stringify([formatLog(edge, true), formatLog(edge, true)]),
+    );
+  });
+
+  it("writes as bytes what it writes as text, in a buffer of their own with room around them, before and after the texts are remembered", () => {
+    fc.assert(
+      fc.property(fc.array(foundLog, { maxLength: 5 }), (logs) => {
+        const expected = JSON.stringify(logs.map((log) => formatLog(log)));
+        for (let round = 0; round < 2; round++) {
+          const out = formatLogsJsonBytes(logs);
+          expect(Buffer.from(out).toString("utf8")).toBe(expected);
+          // Its own, with the room for the response's head and brace around it: the buffer can
+          // be moved to another thread without taking others' bytes.
+          expect(out.byteOffset).toBe(LOGS_JSON_ROOM.before);
+          expect(out.buffer.byteLength).toBe(
+            LOGS_JSON_ROOM.before + out.length + LOGS_JSON_ROOM.after,
+          );
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 });
