@@ -58,6 +58,7 @@ describe("NodeMetrics through the dispatcher", () => {
         5,
       ]),
       ctx,
+      undefined,
       notes,
     );
     dispatcher.dispatch("{not json", ctx);
