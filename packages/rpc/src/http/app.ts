@@ -130,9 +130,18 @@ export class HttpApp {
    */
   head(req: HttpRequestHead, remote?: string): HttpReply | undefined {
     const reply = this.#head(req);
-    if (reply !== undefined && this.#deps.accessLog !== undefined)
-      this.#logged(req, reply, remote, performance.now(), 0);
+    if (reply === undefined) return undefined;
+    if (reply.status === 401) this.#deps.metrics?.unauthorized();
+    if (this.#deps.accessLog !== undefined) this.#logged(req, reply, remote, performance.now(), 0);
     return reply;
+  }
+
+  /**
+   * Whether `head` would answer from the head alone, without counting or logging anything
+   * (`Expect: 100-continue`: the body is invited only when it would be read).
+   */
+  answersFromHead(req: HttpRequestHead): boolean {
+    return this.#head(req) !== undefined;
   }
 
   #head(req: HttpRequestHead): HttpReply | undefined {
@@ -161,7 +170,6 @@ export class HttpApp {
       );
     }
     if (this.hosted && !this.#keyDigests.has(digest(lastSegment(path)))) {
-      this.#deps.metrics?.unauthorized();
       return this.#error(req, 401, "unauthorized: the last path segment must be a valid API key");
     }
     const type = req.contentType;
@@ -173,7 +181,7 @@ export class HttpApp {
       );
     }
     if (req.contentLength !== undefined && req.contentLength > this.maxBodyBytes) {
-      return this.tooLarge(req);
+      return this.#tooLarge(req);
     }
     return undefined;
   }
@@ -215,7 +223,14 @@ export class HttpApp {
 
   /** The reply to a body over the limit; the transport closes the connection after it. */
   tooLarge(req: HttpRequestHead, remote?: string): HttpReply {
-    const reply = this.#error(
+    const reply = this.#tooLarge(req);
+    if (this.#deps.accessLog !== undefined)
+      this.#logged(req, reply, remote, performance.now(), req.contentLength ?? 0);
+    return reply;
+  }
+
+  #tooLarge(req: HttpRequestHead): HttpReply {
+    return this.#error(
       req,
       413,
       `request body too large: the limit is ${this.maxBodyBytes} bytes`,
@@ -223,9 +238,6 @@ export class HttpApp {
         connection: "close",
       },
     );
-    if (this.#deps.accessLog !== undefined)
-      this.#logged(req, reply, remote, performance.now(), req.contentLength ?? 0);
-    return reply;
   }
 
   /**
