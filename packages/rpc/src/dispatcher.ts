@@ -155,8 +155,8 @@ export class Dispatcher {
     if (!Array.isArray(parsed)) {
       const out = this.#handleOne(parsed, ctx, deadline, guard, notes);
       return out instanceof Promise
-        ? out.then((o) => this.#limitSingle(parsed, o))
-        : this.#limitSingle(parsed, out);
+        ? out.then((o) => this.#limitSingle(parsed, o, ctx, notes))
+        : this.#limitSingle(parsed, out, ctx, notes);
     }
     if (parsed.length === 0) {
       this.#whole(ctx, notes, RPCErrorCode.INVALID_REQUEST);
@@ -171,20 +171,55 @@ export class Dispatcher {
     }
     const outs = parsed.map((req) => this.#handleOne(req, ctx, deadline, guard, notes));
     return outs.some((out) => out instanceof Promise)
-      ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done))
-      : this.#joinBatch(parsed, outs as WireOutput[]);
+      ? Promise.all(outs).then((done) => this.#joinBatch(parsed, done, ctx, notes))
+      : this.#joinBatch(parsed, outs as WireOutput[], ctx, notes);
   }
 
-  #limitSingle(req: unknown, out: WireOutput): WireOutput {
+  #limitSingle(
+    req: unknown,
+    out: WireOutput,
+    ctx: CallContext,
+    notes: DispatchNotes | undefined,
+  ): WireOutput {
     const limit = this.#opts.maxResponseBytes;
     if (out !== undefined && out.length > limit / 3 && byteLength(out) > limit) {
+      this.#tooLargeTold(req, out, ctx, notes);
       return errorResponse(idOf(req), this.#responseTooLarge());
     }
     return out;
   }
 
+  /**
+   * An answer replaced by -32011 for its size: the call was told as what it answered; it is
+   * told again as what the client gets.
+   */
+  #tooLargeTold(
+    req: unknown,
+    out: string | Uint8Array,
+    ctx: CallContext,
+    notes: DispatchNotes | undefined,
+  ): void {
+    if (this.#metrics === undefined && notes === undefined) return;
+    const call = validateRequest(req);
+    const method =
+      call instanceof RPCError ? OTHER_METHOD : this.#deps.registry.labelOf(call.method);
+    // An answer as bytes is a result (errors are built as text).
+    const was = typeof out === "string" ? answeredCode(out) : 0;
+    this.#metrics?.recount?.(method, ctx.keyId, was, RPCErrorCode.LIMIT_EXCEEDED);
+    if (notes !== undefined) {
+      const at = was === 0 ? -1 : notes.codes.indexOf(was);
+      if (at === -1) notes.codes.push(RPCErrorCode.LIMIT_EXCEEDED);
+      else notes.codes[at] = RPCErrorCode.LIMIT_EXCEEDED;
+    }
+  }
+
   /** Batch answers in request order; members past the response size limit get -32011. */
-  #joinBatch(reqs: readonly unknown[], outs: readonly WireOutput[]): WireOutput {
+  #joinBatch(
+    reqs: readonly unknown[],
+    outs: readonly WireOutput[],
+    ctx: CallContext,
+    notes: DispatchNotes | undefined,
+  ): WireOutput {
     const parts: (string | Uint8Array)[] = [];
     let chars = 2;
     for (const out of outs) if (out !== undefined) chars += out.length + 1;
@@ -199,6 +234,7 @@ export class Dispatcher {
       if (out === undefined) continue;
       size += byteLength(out) + 1;
       if (size > this.#opts.maxResponseBytes) {
+        this.#tooLargeTold(reqs[i], out, ctx, notes);
         out = errorResponse(idOf(reqs[i]), this.#responseTooLarge());
       }
       parts.push(out);
@@ -386,6 +422,17 @@ function idOf(req: unknown): RequestId {
   if (typeof req !== "object" || req === null) return null;
   const id = (req as Record<string, unknown>).id;
   return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+/** The JSON-RPC error code of a serialized answer, 0 for a result. */
+function answeredCode(out: string): number {
+  // Keys come after the id, whose JSON has no unescaped quote: whichever of `"result":` and
+  // `"error":{"code":` comes first is the answer's own.
+  const error = out.indexOf('"error":{"code":');
+  if (error === -1) return 0;
+  const result = out.indexOf('"result":');
+  if (result !== -1 && result < error) return 0;
+  return Number.parseInt(out.slice(error + 16, error + 32), 10) || 0;
 }
 
 export function errorResponse(id: RequestId, err: RPCError): string {

@@ -23,6 +23,11 @@ export interface RequestMetrics {
   rateLimited(keyId: string | undefined, method?: string): void;
   /** A request (or WebSocket upgrade) refused for its API key: missing or wrong. */
   unauthorized(): void;
+  /**
+   * A call counted with code `from` whose answer became `to` (an answer over the response size
+   * limit, replaced by -32011): moved from one count to the other.
+   */
+  recount?(method: string, keyId: string | undefined, from: number, to: number): void;
   /** The label of a method name: the name when the node declares the method, else `other`. */
   methodLabel(name: string): string;
 }
@@ -152,6 +157,13 @@ export class NodeMetrics implements RequestMetrics {
 
   unauthorized(): void {
     this.#count(OTHER_METHOD, NO_KEY, UNAUTHORIZED);
+  }
+
+  recount(method: string, keyId: string | undefined, from: number, to: number): void {
+    const key = keyId ?? NO_KEY;
+    const counter = this.#methods.get(method)?.byKey.get(key)?.get(from);
+    if (counter !== undefined && counter.n > 0) counter.n--;
+    this.#count(method, key, to);
   }
 
   /** A gauge read at each scrape. */

@@ -133,9 +133,18 @@ export class HttpApp {
    */
   head(req: HttpRequestHead, remote?: string): HttpReply | undefined {
     const reply = this.#head(req, remote);
-    if (reply !== undefined && this.#deps.accessLog !== undefined)
-      this.#logged(req, reply, remote, performance.now(), 0);
+    if (reply === undefined) return undefined;
+    if (reply.status === 401) this.#deps.metrics?.unauthorized();
+    if (this.#deps.accessLog !== undefined) this.#logged(req, reply, remote, performance.now(), 0);
     return reply;
+  }
+
+  /**
+   * Whether `head` would answer from the head alone, without counting or logging anything
+   * (`Expect: 100-continue`: the body is invited only when it would be read).
+   */
+  answersFromHead(req: HttpRequestHead, remote?: string): boolean {
+    return this.#head(req, remote) !== undefined;
   }
 
   #head(req: HttpRequestHead, remote: string | undefined): HttpReply | undefined {
@@ -165,10 +174,7 @@ export class HttpApp {
     }
     if (this.#access !== undefined) {
       const who = this.principal(req, remote);
-      if (who !== undefined && "status" in who) {
-        this.#deps.metrics?.unauthorized();
-        return who;
-      }
+      if (who !== undefined && "status" in who) return who;
     }
     const type = req.contentType;
     if (type !== "application/json" && !isJsonType(type)) {
@@ -179,7 +185,7 @@ export class HttpApp {
       );
     }
     if (req.contentLength !== undefined && req.contentLength > this.maxBodyBytes) {
-      return this.tooLarge(req);
+      return this.#tooLarge(req);
     }
     return undefined;
   }
@@ -224,7 +230,14 @@ export class HttpApp {
 
   /** The reply to a body over the limit; the transport closes the connection after it. */
   tooLarge(req: HttpRequestHead, remote?: string): HttpReply {
-    const reply = this.#error(
+    const reply = this.#tooLarge(req);
+    if (this.#deps.accessLog !== undefined)
+      this.#logged(req, reply, remote, performance.now(), req.contentLength ?? 0);
+    return reply;
+  }
+
+  #tooLarge(req: HttpRequestHead): HttpReply {
+    return this.#error(
       req,
       413,
       `request body too large: the limit is ${this.maxBodyBytes} bytes`,
@@ -232,9 +245,6 @@ export class HttpApp {
         connection: "close",
       },
     );
-    if (this.#deps.accessLog !== undefined)
-      this.#logged(req, reply, remote, performance.now(), req.contentLength ?? 0);
-    return reply;
   }
 
   /**

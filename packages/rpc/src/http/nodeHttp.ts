@@ -29,7 +29,7 @@ export function createNodeHttpTransport(app: HttpApp): HttpTransport {
   // `Expect: 100-continue`: a request refused from its head (a body over the limit, a wrong
   // method or content type) gets its answer instead of the invitation to send the body.
   http.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
-    if (app.head(headOf(req), req.socket.remoteAddress) === undefined) res.writeContinue();
+    if (!app.answersFromHead(headOf(req), req.socket.remoteAddress)) res.writeContinue();
     onRequest(req, res);
   });
   http.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) =>

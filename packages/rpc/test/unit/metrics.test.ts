@@ -91,6 +91,38 @@ describe("NodeMetrics through the dispatcher", () => {
     expect(text).not.toContain("made_up");
   });
 
+  it("moves a call whose answer was over the response size limit to limit_exceeded", async () => {
+    const registry = new MethodRegistry([mod], {
+      enabled: new Set(["eth"]),
+      hostedOff: new Set(),
+    });
+    const metrics = new NodeMetrics();
+    metrics.setKnownMethods(registry.declaredNames());
+    const dispatcher = new Dispatcher(
+      { maxBatchSize: 100, maxResponseBytes: 60, timeoutMs: 0 },
+      { registry, services: fakeServices(), logger, metrics },
+    );
+    const notes: DispatchNotes = { methods: [], codes: [] };
+    const one =
+      '{"jsonrpc":"2.0","id":"a-long-id-to-pass-the-limit-of-sixty-bytes","method":"eth_blockNumber"}';
+    const out = dispatcher.dispatch(one, { hosted: false }, notes) as string;
+    expect(JSON.parse(out).error.code).toBe(-32011);
+    expect(notes.codes).toEqual([-32011]);
+    const batch = dispatcher.dispatch(
+      JSON.stringify([
+        { jsonrpc: "2.0", id: 1, method: "eth_blockNumber" },
+        { jsonrpc: "2.0", id: 2, method: "eth_blockNumber" },
+      ]),
+      { hosted: false },
+    ) as string;
+    expect((JSON.parse(batch) as { error?: { code: number } }[])[1]?.error?.code).toBe(-32011);
+    const requests = "nodex_rpc_requests_total";
+    expect(await value(metrics, requests, { method: "eth_blockNumber", outcome: "ok" })).toBe(1);
+    expect(
+      await value(metrics, requests, { method: "eth_blockNumber", outcome: "limit_exceeded" }),
+    ).toBe(2);
+  });
+
   it("labels calls without a key id as none", async () => {
     const { metrics, dispatcher, ctx } = setup();
     dispatcher.dispatch('{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}', ctx);

@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -36,6 +37,26 @@ function lines(text: string): Line[] {
     .map((l) => JSON.parse(l) as Line);
 }
 
+/** A POST with `Expect: 100-continue`, its body sent once invited; the status answered. */
+function expectContinue(url: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "content-length": String(Buffer.byteLength(body)),
+        expect: "100-continue",
+      },
+    });
+    req.once("continue", () => req.end(body));
+    req.once("response", (res) => {
+      res.resume();
+      res.once("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.once("error", reject);
+  });
+}
+
 describe("--rpc-access-log", () => {
   it("writes a line per request and per message, with no key, all there after a stop", async () => {
     const dir = mkdtempSync(join(tmpdir(), "nodex-access-"));
@@ -62,6 +83,9 @@ describe("--rpc-access-log", () => {
     expect((await ws.request("eth_blockNumber")).result).toBe("0x0");
     expect((await ws.request("eth_getBalance", ["0x1"])).error).toBeDefined();
     await ws.close();
+    // Expect: 100-continue: the head is looked at before the body is invited; one line still.
+    const continued = await expectContinue(url, JSON.stringify(single));
+    expect(continued).toBe(200);
     // Many at once: all are written, none lost at the stop right after.
     const burst = 200;
     await Promise.all(Array.from({ length: burst }, () => call(url, "eth_blockNumber")));
@@ -71,8 +95,9 @@ describe("--rpc-access-log", () => {
     expect(text).not.toContain(KEY);
     expect(text.endsWith("\n")).toBe(true);
     const all = lines(text);
-    // 3 HTTP requests, the WebSocket upgrade, 2 messages, the burst.
-    expect(all.length).toBe(3 + 1 + 2 + burst);
+    // 3 HTTP requests, the WebSocket upgrade, 2 messages, the Expect request, the burst.
+    expect(all.length).toBe(3 + 1 + 2 + 1 + burst);
+    expect(all[6]).toMatchObject({ status: 200, methods: ["eth_chainId"], calls: 1 });
 
     const [first, second, refused, upgrade, m1, m2] = all;
     expect(first).toMatchObject({
