@@ -5,15 +5,20 @@ import { call, type RunningNode, send, startNode } from "../helpers/node.js";
 import { RawClient } from "../helpers/rawHttp.js";
 import { connect } from "../helpers/ws.js";
 
-// eth_getLogs answers of several hundred kB (the worker thread hands them over as bytes, and the
-// node writes them after their head): the same text over HTTP, alone, pipelined, from several
-// connections at once and in a batch, over WebSocket, and through eth_getFilterLogs.
+// eth_getLogs answers of several hundred kB (made as bytes, on the main thread or handed over by
+// a worker thread, and written after their head): the same text over HTTP, alone, pipelined,
+// from several connections at once and in a batch, over WebSocket, through eth_getFilterLogs,
+// and for a block with more logs than the main thread answers itself.
 const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const BIG = keccak256(toUtf8Bytes("Big()"));
 /** 48 KiB of zeros per log. */
 const DATA_BYTES = 0xc000;
 /** Runtime: log1(0, 0xc000, Big()) three times; stop. */
 const RUNTIME = `0x${`7f${BIG.slice(2)}61c0006000a1`.repeat(3)}00`;
+/** Runtime: log0(0, 0) as many times as the first calldata word says; stop. */
+const LOOP_RUNTIME = "0x6000355b8015601457600080a0600190036003565b00";
+/** More logs than the main thread answers itself (LOCAL_LOGS_BUDGET): a worker thread does. */
+const MANY = 1_001;
 
 interface LogJson {
   removed: boolean;
@@ -33,6 +38,20 @@ let contract: string;
 let blocks: number[];
 /** The logs the receipts name, as eth_getLogs writes them (keys in the spec's order). */
 let expected: LogJson[];
+/** The block with MANY logs, and its logs as eth_getLogs writes them. */
+let manyBlock: number;
+let manyExpected: LogJson[];
+const asLog = (l: LogJson): LogJson => ({
+  removed: false,
+  logIndex: l.logIndex,
+  transactionIndex: l.transactionIndex,
+  transactionHash: l.transactionHash,
+  blockHash: l.blockHash,
+  blockNumber: l.blockNumber,
+  address: l.address,
+  data: l.data,
+  topics: l.topics,
+});
 beforeAll(async () => {
   node = await startNode();
   provider = new JsonRpcProvider(node.url, 33, { staticNetwork: true, cacheTimeout: -1 });
@@ -50,19 +69,23 @@ beforeAll(async () => {
     const raw = (await call(node.url, "eth_getTransactionReceipt", [receipt!.hash])).result as {
       logs: LogJson[];
     };
-    for (const l of raw.logs)
-      expected.push({
-        removed: false,
-        logIndex: l.logIndex,
-        transactionIndex: l.transactionIndex,
-        transactionHash: l.transactionHash,
-        blockHash: l.blockHash,
-        blockNumber: l.blockNumber,
-        address: l.address,
-        data: l.data,
-        topics: l.topics,
-      });
+    for (const l of raw.logs) expected.push(asLog(l));
   }
+  const looper = (await (await wallet.sendTransaction({ data: deployCode(LOOP_RUNTIME) })).wait())!
+    .contractAddress!;
+  const many = await (
+    await wallet.sendTransaction({
+      to: looper,
+      data: `0x${MANY.toString(16).padStart(64, "0")}`,
+      gasLimit: 2_000_000n,
+    })
+  ).wait();
+  expect(many!.status).toBe(1);
+  manyBlock = many!.blockNumber;
+  const raw = (await call(node.url, "eth_getTransactionReceipt", [many!.hash])).result as {
+    logs: LogJson[];
+  };
+  manyExpected = raw.logs.map(asLog);
 }, 60_000);
 afterAll(async () => {
   provider?.destroy();
@@ -129,6 +152,19 @@ describe("eth_getLogs with a large answer", () => {
     expect(res.text).toBe(
       `[${answer(1)},${JSON.stringify({ jsonrpc: "2.0", id: 2, result: "0x21" })},${answer(3)}]`,
     );
+  });
+
+  it("answers more logs than the main thread serves itself from a worker thread, the same text", async () => {
+    expect(manyExpected).toHaveLength(MANY);
+    const range = [{ fromBlock: hex(manyBlock), toBlock: hex(manyBlock) }];
+    const want = JSON.stringify({ jsonrpc: "2.0", id: 8, result: manyExpected });
+    const res = await send(node.url, request(8, "eth_getLogs", range));
+    expect(res.text).toBe(want);
+    expect(res.headers.get("content-length")).toBe(String(Buffer.byteLength(want)));
+    // Again (the worker's caches warm), and by block hash.
+    expect((await send(node.url, request(8, "eth_getLogs", range))).text).toBe(want);
+    const byHash = [{ blockHash: manyExpected[0]!.blockHash }];
+    expect((await send(node.url, request(8, "eth_getLogs", byHash))).text).toBe(want);
   });
 
   it("answers the same over WebSocket and through eth_getFilterLogs", async () => {
