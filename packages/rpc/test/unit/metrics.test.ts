@@ -105,7 +105,7 @@ describe("NodeMetrics through the dispatcher", () => {
     const notes: DispatchNotes = { methods: [], codes: [] };
     const one =
       '{"jsonrpc":"2.0","id":"a-long-id-to-pass-the-limit-of-sixty-bytes","method":"eth_blockNumber"}';
-    const out = dispatcher.dispatch(one, { hosted: false }, notes) as string;
+    const out = dispatcher.dispatch(one, { hosted: false }, undefined, notes) as string;
     expect(JSON.parse(out).error.code).toBe(-32011);
     expect(notes.codes).toEqual([-32011]);
     const batch = dispatcher.dispatch(
