@@ -348,13 +348,11 @@ export class SharedFilterManager implements FilterService {
       const atTop = await this.#reader.resolve({ kind: "number", number: topNumber });
       canonical = atTop !== null && bytesToHex(atTop.hash) === top.h;
     }
-    if (!canonical) {
-      // Behind the cursor, or on a branch no heavier than the one delivered: this replica
-      // knows nothing newer. A lighter head where the cursor's block left the chain (or is
-      // stored off it) was rewound or reorganized here: that is news.
-      if (!known && head.totalDifficulty <= cursorTd) return nothing;
-      if (known && !departed && head.totalDifficulty === cursorTd) return nothing;
-    }
+    // Not canonical here: news when the cursor's block left this replica's chain (a rewind or
+    // a reorganization it went through), or when this replica's head is heavier than what was
+    // delivered; otherwise this replica is behind (or level on another branch) and knows
+    // nothing newer.
+    if (!canonical && !departed && head.totalDifficulty <= cursorTd) return nothing;
     const cap = this.#opts.maxChanges;
     const added: StoredBlock[] = [];
     const removed: TrailEntry[] = [];
