@@ -72,9 +72,12 @@ type Kind = "logs" | "blocks" | "transactions";
 const INSTALL: SharedScript = {
   name: "nodexFilterInstall",
   // KEYS: the filter, the index of filters, the stream of pending transactions.
-  // ARGV: now, timeout, max filters, id, kind, query, state ('' for a stream cursor).
+  // ARGV: (unused), timeout, max filters, id, kind, query, state ('' for a stream cursor).
+  // Expiries on Redis's clock, the one its keys expire by.
   lua: `
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. now)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local state = ARGV[7]
@@ -86,24 +89,26 @@ if state == '' then
 end
 redis.call('HSET', KEYS[1], 'kind', ARGV[5], 'query', ARGV[6], 'state', state, 'v', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[4])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[4])
 return 1
 `,
 };
 
 const TOUCH: SharedScript = {
   name: "nodexFilterTouch",
-  // KEYS: the filter, the index. ARGV: now, timeout, id.
+  // KEYS: the filter, the index. ARGV: (unused), timeout, id.
   lua: `
 if redis.call('PEXPIRE', KEYS[1], ARGV[2]) == 0 then return 0 end
-redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3])
 return 1
 `,
 };
 
 const ADVANCE: SharedScript = {
   name: "nodexFilterAdvance",
-  // KEYS: the filter, the index. ARGV: now, timeout, id, the version read, the new state.
+  // KEYS: the filter, the index. ARGV: (unused), timeout, id, the version read, the new state.
   // Compare-and-set: a poll through another replica that moved the cursor first wins.
   lua: `
 local v = redis.call('HGET', KEYS[1], 'v')
@@ -111,7 +116,9 @@ if not v then return -1 end
 if v ~= ARGV[4] then return 0 end
 redis.call('HSET', KEYS[1], 'state', ARGV[5], 'v', tostring(tonumber(v) + 1))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3])
 return 1
 `,
 };
@@ -157,7 +164,6 @@ export class SharedFilterManager implements FilterService {
   readonly #reader: ChainReaderService;
   readonly #store: SharedStore;
   readonly #opts: FilterOptions;
-  readonly #now: () => number;
   readonly #log: Logger;
   readonly #unsubscribe: (() => void)[];
   /**
@@ -178,7 +184,6 @@ export class SharedFilterManager implements FilterService {
     this.#reader = reader;
     this.#store = store;
     this.#opts = { ...DEFAULT_FILTER_OPTIONS, ...opts };
-    this.#now = this.#opts.now ?? Date.now;
     this.#log = logger;
     this.#unsubscribe = [
       events.onNewTransaction((tx) => this.#onNewTransaction(tx)),
@@ -228,7 +233,7 @@ export class SharedFilterManager implements FilterService {
         await this.#store.run(
           ADVANCE,
           [filterKey(id), "filters"],
-          [this.#now(), this.#opts.timeoutMs, formatId(id), record.version, result.next],
+          [0, this.#opts.timeoutMs, formatId(id), record.version, result.next],
         ),
       );
       if (moved === -1) throw notFound();
@@ -271,15 +276,7 @@ export class SharedFilterManager implements FilterService {
         await this.#store.run(
           INSTALL,
           [filterKey(id), "filters", "pending"],
-          [
-            this.#now(),
-            this.#opts.timeoutMs,
-            this.#opts.maxFilters,
-            formatId(id),
-            kind,
-            query,
-            state,
-          ],
+          [0, this.#opts.timeoutMs, this.#opts.maxFilters, formatId(id), kind, query, state],
         ),
       );
       if (done === 1) return id;
@@ -308,7 +305,7 @@ export class SharedFilterManager implements FilterService {
     const touched = await this.#store.run(
       TOUCH,
       [filterKey(id), "filters"],
-      [this.#now(), this.#opts.timeoutMs, formatId(id)],
+      [0, this.#opts.timeoutMs, formatId(id)],
     );
     if (Number(touched) === 0) throw notFound();
   }
@@ -348,13 +345,11 @@ export class SharedFilterManager implements FilterService {
       const atTop = await this.#reader.resolve({ kind: "number", number: topNumber });
       canonical = atTop !== null && bytesToHex(atTop.hash) === top.h;
     }
-    if (!canonical) {
-      // Behind the cursor, or on a branch no heavier than the one delivered: this replica
-      // knows nothing newer. A lighter head where the cursor's block left the chain (or is
-      // stored off it) was rewound or reorganized here: that is news.
-      if (!known && head.totalDifficulty <= cursorTd) return nothing;
-      if (known && !departed && head.totalDifficulty === cursorTd) return nothing;
-    }
+    // Not canonical here: news when the cursor's block left this replica's chain (a rewind or
+    // a reorganization it went through), or when this replica's head is heavier than what was
+    // delivered; otherwise this replica is behind (or level on another branch) and knows
+    // nothing newer.
+    if (!canonical && !departed && head.totalDifficulty <= cursorTd) return nothing;
     const cap = this.#opts.maxChanges;
     const added: StoredBlock[] = [];
     const removed: TrailEntry[] = [];

@@ -308,7 +308,13 @@ export class RedisStore implements SharedStore {
     if (set === undefined) {
       set = new Set();
       this.#listeners.set(channel, set);
-      await this.#do(() => sub.subscribe(channel));
+      try {
+        await this.#do(() => sub.subscribe(channel));
+      } catch (err) {
+        // Not subscribed: a later call tries again (once subscribed, reconnections keep it).
+        this.#listeners.delete(channel);
+        throw err;
+      }
     }
     set.add(listener);
     return async () => {

@@ -206,6 +206,9 @@ export async function startHaproxy(
     "  timeout server 30s",
     "  retries 3",
     "  option redispatch 1",
+    // A replica that died holding a kept-alive connection answers nothing: the request goes
+    // to another (it never ran: the replica was gone).
+    "  retry-on conn-failure empty-response",
     "frontend rpc",
     `  bind 127.0.0.1:${port}`,
     "  default_backend replicas",
