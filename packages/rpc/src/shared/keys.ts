@@ -110,6 +110,7 @@ export class SharedKeyStore implements KeyStore {
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #graceMs: number;
+  readonly #reloadMs: number;
   #byDigest = new Map<string, ApiKeyRecord>();
   #active = 0;
   /** When the last read succeeded; 0 before the first. */
@@ -125,18 +126,19 @@ export class SharedKeyStore implements KeyStore {
   constructor(
     store: SharedStore,
     logger: Logger,
-    opts: { now?: () => number; graceMs?: number } = {},
+    opts: { now?: () => number; graceMs?: number; reloadMs?: number } = {},
   ) {
     this.#store = store;
     this.#log = logger;
     this.#now = opts.now ?? Date.now;
     this.#graceMs = opts.graceMs ?? SHARED_KEYS_GRACE_MS;
+    this.#reloadMs = opts.reloadMs ?? SHARED_KEYS_RELOAD_MS;
   }
 
   /** Subscribes and reads once; until a read lands, the store is unavailable. */
   async start(): Promise<this> {
-    // Not waited for: while Redis is down, the reload every second stands in for it.
-    this.#store
+    // Waited for a moment only: while Redis is down, the reload every second stands in for it.
+    const subscribed = this.#store
       .subscribe(KEY_CHANNEL, () => void this.reload())
       .then(
         (stop) => {
@@ -145,8 +147,16 @@ export class SharedKeyStore implements KeyStore {
         },
         () => {},
       );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      subscribed,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 1_000);
+      }),
+    ]);
+    clearTimeout(timer);
     await this.reload();
-    this.#timer = setInterval(() => void this.reload(), SHARED_KEYS_RELOAD_MS);
+    this.#timer = setInterval(() => void this.reload(), this.#reloadMs);
     this.#timer.unref();
     return this;
   }
