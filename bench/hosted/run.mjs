@@ -292,7 +292,9 @@ async function runMode(mode, ctx) {
   const extraArgs = [];
   let path = "/";
   if (mode !== "local") {
-    extraArgs.push("--rpc-hosted");
+    // Made when first needed: a key in the datadir makes a node hosted, the local mode's too.
+    if (mode === "hosted") ctx.key ??= createKey();
+    extraArgs.push("--rpc-hosted", "on");
     path = `/${mode === "redis" ? ctx.redisKey : ctx.key}`;
   }
   if (mode === "redis") {
@@ -360,7 +362,6 @@ try {
   await stopChild(buildHandle);
 }
 log(`  head ${chain.head}, token ${chain.address}`);
-if (modes.some((m) => m !== "local")) ctx.key = createKey();
 ctx.redis = modes.includes("redis") ? await startRedis() : { skipped: "not asked for" };
 if (!ctx.redis.skipped) ctx.redisKey = createKey(`redis://127.0.0.1:${ctx.redis.port}`);
 
