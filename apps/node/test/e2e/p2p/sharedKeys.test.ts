@@ -7,6 +7,7 @@ import {
   startHaproxy,
   startRedis,
 } from "../helpers/services.js";
+import { connect } from "../helpers/ws.js";
 
 // Two hosted replicas behind HAProxy (round-robin) sharing one Redis: the API keys `nodex keys
 // --redis` writes there, their revocations, and the rate limits counted across the replicas.
@@ -118,13 +119,24 @@ describe("API keys and limits shared through Redis", () => {
   it("refuses keyed requests with 503 (-32002) while Redis is down past the grace period, and serves them again once it is back", async () => {
     const { key } = await create();
     await everywhere(key, 200, "both replicas to serve the new key");
+    const ws = await connect(`${replicas[0]!.url}/${key}`);
+    expect(await ws.request("eth_chainId")).toMatchObject({ result: expect.any(String) });
     await redis.down();
     try {
       await everywhere(key, 503, "both replicas to refuse keyed requests without Redis");
       const refused = await blockNumber(replicas[0]!.url, key);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("1");
       expect(refused.json).toMatchObject({
         error: { code: -32002, message: expect.stringContaining("API keys unavailable") },
       });
+      // Over WebSocket: the message is refused, the connection stays.
+      const from = ws.messages.length;
+      ws.send({ jsonrpc: "2.0", id: 99, method: "eth_chainId", params: [] });
+      expect(await ws.next((m) => m.error !== undefined, 10_000, from)).toMatchObject({
+        error: { code: -32002, message: expect.stringContaining("API keys unavailable") },
+      });
+      expect(ws.socket.readyState).toBe(ws.socket.OPEN);
       // Unkeyed health checks still pass: the balancer keeps the replicas.
       const health = await send(replicas[0]!.url, undefined, { method: "GET", path: "/health" });
       expect(health.status).toBe(200);
@@ -135,5 +147,7 @@ describe("API keys and limits shared through Redis", () => {
       await redis.up();
     }
     await everywhere(key, 200, "both replicas to serve the key again once Redis is back");
+    expect(await ws.request("eth_chainId")).toMatchObject({ result: expect.any(String) });
+    await ws.close();
   });
 });
