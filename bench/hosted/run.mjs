@@ -257,8 +257,8 @@ function ping(port) {
 // ---------------------------------------------------------------------------------------------
 // Modes
 
-/** A key for the hosted modes, made with the node's own command while the node is stopped. */
-function createKey() {
+/** A key for the hosted modes, made with the node's own command while the node is stopped (in Redis for the redis mode). */
+function createKey(redisUrl) {
   const r = spawnSync(
     process.execPath,
     [
@@ -275,6 +275,8 @@ function createKey() {
       "1000000000",
       "--daily",
       "1000000000000000",
+      // With Redis, the replicas' registry is there: the key is made in it.
+      ...(redisUrl === undefined ? [] : ["--redis", redisUrl]),
     ],
     { encoding: "utf8" },
   );
@@ -290,8 +292,10 @@ async function runMode(mode, ctx) {
   const extraArgs = [];
   let path = "/";
   if (mode !== "local") {
-    extraArgs.push("--rpc-hosted");
-    path = `/${ctx.key}`;
+    // Made when first needed: a key in the datadir makes a node hosted, the local mode's too.
+    if (mode === "hosted") ctx.key ??= createKey();
+    extraArgs.push("--rpc-hosted", "on");
+    path = `/${mode === "redis" ? ctx.redisKey : ctx.key}`;
   }
   if (mode === "redis") {
     if (ctx.redis.skipped) {
@@ -358,8 +362,8 @@ try {
   await stopChild(buildHandle);
 }
 log(`  head ${chain.head}, token ${chain.address}`);
-if (modes.some((m) => m !== "local")) ctx.key = createKey();
 ctx.redis = modes.includes("redis") ? await startRedis() : { skipped: "not asked for" };
+if (!ctx.redis.skipped) ctx.redisKey = createKey(`redis://127.0.0.1:${ctx.redis.port}`);
 
 const results = [];
 for (const mode of modes) results.push(await runMode(mode, ctx));

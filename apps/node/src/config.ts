@@ -492,7 +492,11 @@ function parseCommandValue(option: CommandOptionDef, text: string): unknown {
 /** A command takes its own flags and the node's settings it reads; the node no command flags. */
 function checkCommandFlags(command: CommandDef | undefined, parsed: ParsedArgv): void {
   for (const { flag, key } of parsed.flags) {
-    if (command !== undefined && !COMMAND_SETTINGS.includes(key)) {
+    if (
+      command !== undefined &&
+      !COMMAND_SETTINGS.includes(key) &&
+      !(command.settings ?? []).includes(key)
+    ) {
       throw new UsageError(`option ${flag} does not apply to nodex ${command.name}`);
     }
   }

@@ -13,7 +13,7 @@ import {
   UsageError,
 } from "./config.js";
 import { enableFastPaths } from "./fastPaths.js";
-import { runKeysCommand } from "./keys.js";
+import { runKeys } from "./keys.js";
 import { createLogger, type NodeLogger } from "./logger.js";
 import { runMiner } from "./miner.js";
 import { createNode, type NodexNode } from "./node.js";
@@ -44,7 +44,7 @@ async function main(): Promise<number> {
     process.stdout.write(`nodex ${NODEX_VERSION}\n`);
     return 0;
   }
-  if (command.kind === "keys") return runKeysCommand(command);
+  if (command.kind === "keys") return runKeys(command);
   enableFastPaths();
   if (command.kind === "export" || command.kind === "import") return runChainFile(command);
   if (command.kind === "mine") return runMineCommand(command);

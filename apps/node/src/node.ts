@@ -16,7 +16,10 @@ import {
   RedisStore,
   type RPCServer,
   type RPCServices,
+  readKeyRegistry,
   readUsageFile,
+  SharedKeyStore,
+  SharedLimitStore,
   utcDay,
   WatchedKeyFile,
   writeUsageFile,
@@ -65,6 +68,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
   let accessLog: AccessLogWriter | undefined;
   let metricsServer: MetricsServer | undefined;
   let metricsBound: { host: string; port: number } | undefined;
+  let sharedLimits: SharedLimitStore | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -159,30 +163,6 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
             }),
       };
       const rpcLog = logger.child({ module: "rpc" });
-      // The registry `nodex keys` writes, and the file a deployment tool provisions: followed
-      // while the node runs. Either one with keys makes the node hosted.
-      const registry = new WatchedKeyFile(keyRegistryPath(config.datadir), {
-        parse: parseKeyRegistry,
-        logger: rpcLog,
-        optional: true,
-      }).load();
-      const provisioned =
-        config.apiKeyFile === undefined
-          ? undefined
-          : new WatchedKeyFile(config.apiKeyFile, {
-              parse: parseKeyFile,
-              logger: rpcLog,
-              optional: false,
-            }).load();
-      keyFiles = provisioned === undefined ? [registry] : [registry, provisioned];
-      for (const file of keyFiles) (file as WatchedKeyFile).watch();
-      const hosted =
-        config.rpc.hosted === true || provisioned !== undefined || registry.active() > 0;
-      const limits = new MemoryLimitStore();
-      const usagePath = keyUsagePath(config.datadir);
-      for (const [id, used] of readUsageFile(usagePath)) {
-        if (used.day === utcDay(Date.now())) limits.seed(keyScope(id), used);
-      }
       if (config.redis !== undefined) {
         // The node starts without Redis too: the shared parts answer -32002 until it is back.
         shared = new RedisStore(
@@ -190,6 +170,58 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           logger.child({ module: "redis" }),
         );
         await shared.connect();
+      }
+      // The registry `nodex keys` writes (in Redis with --redis, else in the datadir), and the
+      // file a deployment tool provisions: followed while the node runs. Either one with keys
+      // makes the node hosted.
+      const registryPath = keyRegistryPath(config.datadir);
+      let registry: KeyStore;
+      if (shared === undefined) {
+        const file = new WatchedKeyFile(registryPath, {
+          parse: parseKeyRegistry,
+          logger: rpcLog,
+          optional: true,
+        }).load();
+        file.watch();
+        registry = file;
+      } else {
+        registry = await new SharedKeyStore(shared, rpcLog).start();
+        if (registry.unavailable?.() !== undefined)
+          rpcLog.warn(
+            "API keys in Redis not read at start-up: keyed requests are refused until they are; give replicas of a hosted endpoint --rpc-hosted",
+          );
+        const left = readKeyRegistry(registryPath).keys.filter((k) => k.revoked === undefined);
+        if (left.length > 0)
+          rpcLog.warn(
+            "The datadir's API key registry is not served with --redis: create its keys again with nodex keys create --redis",
+            { path: registryPath, active: left.length },
+          );
+      }
+      const provisioned =
+        config.apiKeyFile === undefined
+          ? undefined
+          : new WatchedKeyFile(config.apiKeyFile, {
+              parse: parseKeyFile,
+              logger: rpcLog,
+              optional: false,
+            })
+              .load()
+              .watch();
+      keyFiles = provisioned === undefined ? [registry] : [registry, provisioned];
+      const hosted =
+        config.rpc.hosted === true || provisioned !== undefined || registry.active() > 0;
+      const usagePath = keyUsagePath(config.datadir);
+      let limits: MemoryLimitStore | SharedLimitStore;
+      if (shared === undefined) {
+        const memory = new MemoryLimitStore();
+        for (const [id, used] of readUsageFile(usagePath)) {
+          if (used.day === utcDay(Date.now())) memory.seed(keyScope(id), used);
+        }
+        limits = memory;
+      } else {
+        // Redis counts every replica's units: the usage file is not read back.
+        sharedLimits = new SharedLimitStore(shared, logger.child({ module: "limits" })).start();
+        limits = sharedLimits;
       }
       const metrics = config.metricsAddr === undefined ? undefined : new NodeMetrics();
       if (metrics !== undefined) {
@@ -273,6 +305,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           usage.write();
         }
         for (const file of keyFiles) file.close();
+        await sharedLimits?.close();
         await shared?.close();
         // After the RPC listeners: every answer given has its line.
         await accessLog?.close();

@@ -398,8 +398,8 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_REDIS",
     valueName: "URL",
     description:
-      "share state with the other replicas of an endpoint through the Redis at URL (redis:// or rediss:// for TLS, with user:password@ and /db when needed): filters installed through one replica are polled through any; keys go under nodex:<network>:",
-    defaultText: "none (filters are the node's own)",
+      "share state with the other replicas of an endpoint through the Redis at URL (redis:// or rediss:// for TLS, with user:password@ and /db when needed): filters installed through one replica are polled through any, the API keys (nodex keys --redis writes them) and the keys' rate limits and daily quotas are counted across the replicas; keys go under nodex:<network>:",
+    defaultText: "none (filters, keys and limits are the node's own)",
     parse: (text) => {
       const problem = redisUrlProblem(text);
       if (problem !== undefined) throw invalid(text, problem);
@@ -835,6 +835,8 @@ export interface CommandDef {
   readonly synopsis: string;
   readonly description: string;
   readonly options: readonly CommandOptionDef[];
+  /** Settings of the node this command reads besides `COMMAND_SETTINGS` (by key). */
+  readonly settings?: readonly string[];
 }
 
 const BLOCK_NUMBER: ValueParser = (text) => {
@@ -926,7 +928,8 @@ export const COMMANDS: readonly CommandDef[] = [
     synopsis:
       "create --name NAME [--rate UNITS_PER_S] [--daily UNITS] [--methods LIST | --deny LIST] [--allow LIST] | list [--json] | revoke ID",
     description:
-      "issue, list and revoke the API keys of a hosted node, in <datadir>/api-keys.json (SHA-256 digests only). create prints the new key once; list shows ids, names, limits, creation, last use and units used today, never a key; revoke refuses the key from then on. A running node of the datadir applies each change within a second",
+      "issue, list and revoke the API keys of a hosted node, in <datadir>/api-keys.json (SHA-256 digests only), or with --redis URL (also from NODEX_REDIS or the config file, as the node reads it) in the Redis the replicas of an endpoint share, under nodex:<network>:. create prints the new key once; list shows ids, names, limits, creation, last use and units used today (with --redis, across the replicas), never a key; revoke refuses the key from then on. A running node of the datadir, or every replica of the Redis, applies each change within a second",
+    settings: ["redis"],
     options: [
       {
         flag: "--name",

@@ -22,9 +22,12 @@ export type Principal =
   | { readonly kind: "key"; readonly record: ApiKeyRecord }
   | { readonly kind: "address"; readonly address: string };
 
-/** Why a request was refused before it was read: each is a 401. */
+/**
+ * Why a request was refused before it was read: a 401, or a 503 (-32002) while the shared key
+ * registry cannot be read (`unavailable`).
+ */
 export interface AuthFailure {
-  readonly reason: "missing" | "unknown" | "revoked";
+  readonly reason: "missing" | "unknown" | "revoked" | "unavailable";
   readonly message: string;
 }
 
@@ -87,16 +90,28 @@ export class HostedAccess {
       this.#digests.set(key, digest);
     }
     const record = this.keys.find(digest);
-    if (record === undefined) return { reason: "unknown", message: UNAUTHORIZED };
+    if (record === undefined) {
+      // Fail closed: a key the shared registry may hold is not let in on a stale copy of it.
+      const down = this.keys.unavailable?.();
+      if (down !== undefined) return { reason: "unavailable", message: down };
+      return { reason: "unknown", message: UNAUTHORIZED };
+    }
     if (record.revoked !== undefined)
       return { reason: "revoked", message: "unauthorized: this API key was revoked" };
     return { kind: "key", record };
   }
 
-  /** Whether a principal of a WebSocket connection may still send (its key not revoked since). */
-  stillValid(principal: Principal): Principal | undefined {
+  /**
+   * Whether a principal of a WebSocket connection may still send: `undefined` when its key was
+   * revoked since, an `AuthFailure` (`unavailable`) while the shared registry cannot be read.
+   */
+  stillValid(principal: Principal): Principal | AuthFailure | undefined {
     if (principal.kind === "address") return principal;
     const now = this.keys.find(principal.record.sha256);
+    if (now === undefined) {
+      const down = this.keys.unavailable?.();
+      if (down !== undefined) return { reason: "unavailable", message: down };
+    }
     return now === undefined || now.revoked !== undefined
       ? undefined
       : { kind: "key", record: now };

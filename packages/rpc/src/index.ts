@@ -157,6 +157,25 @@ export type {
 export { hostedOwner } from "./services.js";
 export { FILTER_TRAIL_BLOCKS, MAX_TRAIL_LOGS, SharedFilterManager } from "./shared/filters.js";
 export {
+  createSharedKey,
+  KEY_CHANNEL,
+  KEY_RECORDS,
+  KEY_REVOCATIONS,
+  readSharedKeys,
+  revokeSharedKey,
+  SHARED_KEYS_GRACE_MS,
+  SHARED_KEYS_RELOAD_MS,
+  SharedKeyStore,
+} from "./shared/keys.js";
+export {
+  LIMITS_FLUSH_MS,
+  LIMITS_GRACE_MS,
+  LIMITS_LAST_USED,
+  limitCounter,
+  readSharedUsage,
+  SharedLimitStore,
+} from "./shared/limits.js";
+export {
   RedisStore,
   type RedisStoreOptions,
   redactRedisUrl,

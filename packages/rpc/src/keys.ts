@@ -60,6 +60,11 @@ export interface KeyStore {
   active(): number;
   /** Stops watching for changes. */
   close(): void;
+  /**
+   * Why the store cannot vouch for its keys now (a shared registry not read for too long), or
+   * `undefined`. While set, `find` knows none of its keys: a request with one is refused (503).
+   */
+  unavailable?(): string | undefined;
 }
 
 /** The digest keys are stored and compared by. */
@@ -130,6 +135,14 @@ export class CombinedKeyStore implements KeyStore {
     let n = 0;
     for (const store of this.#stores) n += store.active();
     return n;
+  }
+
+  unavailable(): string | undefined {
+    for (const store of this.#stores) {
+      const why = store.unavailable?.();
+      if (why !== undefined) return why;
+    }
+    return undefined;
   }
 
   close(): void {

@@ -314,4 +314,29 @@ describe("hosted mode's settings", () => {
       parseCommandLine({ argv: ["keys", "list", "--rpc-port", "1"], env: {}, isTTY: false }),
     ).toThrow("option --rpc-port does not apply to nodex keys");
   });
+
+  it("reads the Redis of nodex keys from --redis or NODEX_REDIS, and no other command's", () => {
+    const flag = parseCommandLine({
+      argv: ["keys", "revoke", "key_1", "--redis", "redis://127.0.0.1:6379/2"],
+      env: {},
+      isTTY: false,
+    });
+    expect(flag).toMatchObject({ action: "revoke", config: { redis: "redis://127.0.0.1:6379/2" } });
+    const env = parseCommandLine({
+      argv: ["keys", "list"],
+      env: { NODEX_REDIS: "rediss://u:p@redis.example:6380" },
+      isTTY: false,
+    });
+    expect(env).toMatchObject({ config: { redis: "rediss://u:p@redis.example:6380" } });
+    expect(() =>
+      parseCommandLine({
+        argv: ["keys", "list", "--redis", "127.0.0.1:6379"],
+        env: {},
+        isTTY: false,
+      }),
+    ).toThrow("write redis://127.0.0.1:6379");
+    expect(() =>
+      parseCommandLine({ argv: ["export", "x", "--redis", "redis://h"], env: {}, isTTY: false }),
+    ).toThrow("option --redis does not apply to nodex export");
+  });
 });

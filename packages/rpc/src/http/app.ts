@@ -124,7 +124,16 @@ export class HttpApp {
   principal(req: HttpRequestHead, remote: string | undefined): Principal | HttpReply | undefined {
     if (this.#access === undefined) return undefined;
     const who = this.#access.identify(lastSegment(pathOf(req.url)), remote);
-    return "reason" in who ? this.#error(req, 401, who.message) : who;
+    if (!("reason" in who)) return who;
+    return who.reason === "unavailable"
+      ? this.#error(
+          req,
+          503,
+          who.message,
+          { "retry-after": "1" },
+          RPCErrorCode.RESOURCE_UNAVAILABLE,
+        )
+      : this.#error(req, 401, who.message);
   }
 
   /**
@@ -349,14 +358,10 @@ export class HttpApp {
     status: number,
     message: string,
     extra?: Record<string, string>,
+    code: number = RPCErrorCode.INVALID_REQUEST,
   ): HttpReply {
     const id: RequestId = null;
-    return this.#json(
-      req,
-      status,
-      errorResponse(id, new RPCError(RPCErrorCode.INVALID_REQUEST, message)),
-      extra,
-    );
+    return this.#json(req, status, errorResponse(id, new RPCError(code, message)), extra);
   }
 }
 

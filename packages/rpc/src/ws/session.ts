@@ -112,6 +112,13 @@ export class WsSession implements NotificationSink {
     const principal = this.#opts.principal;
     if (access !== undefined && principal !== undefined) {
       const still = access.stillValid(principal);
+      if (still !== undefined && "reason" in still) {
+        // The shared key registry cannot be read: refused, the connection stays.
+        this.#send(
+          errorResponse(null, new RPCError(RPCErrorCode.RESOURCE_UNAVAILABLE, still.message)),
+        );
+        return;
+      }
       if (still === undefined) {
         // The key was revoked since the connection opened: its holder is told, then dropped.
         this.#send(
