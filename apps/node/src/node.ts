@@ -161,10 +161,12 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
               logger: rpcLog,
               optional: false,
             }).load();
-      keyFiles = provisioned === undefined ? [registry] : [registry, provisioned];
-      for (const file of keyFiles) (file as WatchedKeyFile).watch();
       const hosted =
         config.rpc.hosted === true || provisioned !== undefined || registry.active() > 0;
+      // A local node ignores keys: it follows no file (keys issued later need --hosted).
+      const followed = provisioned === undefined ? [registry] : [registry, provisioned];
+      if (hosted) for (const file of followed) file.watch();
+      keyFiles = followed;
       const limits = new MemoryLimitStore();
       const usagePath = keyUsagePath(config.datadir);
       for (const [id, used] of readUsageFile(usagePath)) {
