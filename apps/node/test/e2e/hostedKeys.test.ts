@@ -257,6 +257,7 @@ describe("per-key methods and limits", () => {
     const single = await send(node.url, req("eth_blockNumber"), { path: `/${slow.key}` });
     expect(single.status).toBe(429);
     expect(Number(single.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(single.headers.get("access-control-expose-headers")).toBe("Retry-After");
     expect((single.json as { error: { code: number } }).error.code).toBe(-32005);
   });
 

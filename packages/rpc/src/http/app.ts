@@ -213,8 +213,10 @@ export class HttpApp {
       if (guard.limited === 0) return this.#json(req, 200, o ?? "");
       // Nothing ran: 429, safe to send again after Retry-After. Some members ran: 200, with
       // the refused ones' errors in their places.
+      // Exposed, so that a dapp in a browser can read it too.
       return this.#json(req, guard.admitted === 0 ? 429 : 200, o ?? "", {
         "retry-after": String(guard.retryAfterS),
+        "access-control-expose-headers": "Retry-After",
       });
     };
     return typeof out === "object" ? out.then(reply) : reply(out);
