@@ -182,7 +182,6 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
           logger: rpcLog,
           optional: true,
         }).load();
-        file.watch();
         registry = file;
       } else {
         registry = await new SharedKeyStore(shared, rpcLog).start();
@@ -204,12 +203,15 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
               parse: parseKeyFile,
               logger: rpcLog,
               optional: false,
-            })
-              .load()
-              .watch();
-      keyFiles = provisioned === undefined ? [registry] : [registry, provisioned];
+            }).load();
       const hosted =
         config.rpc.hosted === true || provisioned !== undefined || registry.active() > 0;
+      // A local node ignores keys: it follows no file (keys issued later need --hosted).
+      if (hosted) {
+        if (registry instanceof WatchedKeyFile) registry.watch();
+        provisioned?.watch();
+      }
+      keyFiles = provisioned === undefined ? [registry] : [registry, provisioned];
       const usagePath = keyUsagePath(config.datadir);
       let limits: MemoryLimitStore | SharedLimitStore;
       if (shared === undefined) {

@@ -328,7 +328,7 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_RPC_BUDGET_CALL_MS",
     valueName: "MS",
     description:
-      "time budget of eth_call, eth_estimateGas and eth_createAccessList, in milliseconds: past it the request is answered -32011 (request timed out)",
+      "time budget of eth_call, eth_estimateGas and eth_createAccessList, in milliseconds: past it the request is answered -32011 (request timed out) and the call's execution stops",
     defaultText: "the request's time limit (--rpc-timeout-ms)",
     parse: integer(1, 3_600_000, "a time in milliseconds"),
   },

@@ -311,9 +311,14 @@ export class ChainReader {
     return this.#pending?.pendingTransaction(hash);
   }
 
-  async call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome> {
+  /** `opts.deadline`: when the call stops (`TraceAbort`), see `CallOptions.deadline`. */
+  async call(
+    req: CallRequest,
+    selector: BlockSelector,
+    opts: { readonly deadline?: number } = {},
+  ): Promise<CallOutcome> {
     const { state, ctx } = await this.#callTarget(selector);
-    return this.#executor.call(state, req, ctx);
+    return this.#executor.call(state, req, ctx, opts);
   }
 
   /**
@@ -373,17 +378,28 @@ export class ChainReader {
    * the client hears why before it sends the transaction. A sender short of the value is not a
    * failure here: calls top its balance up, so the estimate is that of the call with the value.
    */
-  async estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint | CallOutcome> {
+  async estimateGas(
+    req: CallRequest,
+    selector: BlockSelector,
+    opts: { readonly deadline?: number } = {},
+  ): Promise<bigint | CallOutcome> {
     const { state, ctx } = await this.#callTarget(selector);
     const cap = req.gas ?? ctx.gasLimit;
     // Probes: only success and gas used count, so a halt needs no second run on the library.
+    // The deadline holds for the search as a whole: each probe stops at it.
     const run = (gas: bigint) =>
       this.#executor.call(state, Object.assign({}, req, { gas }), ctx, {
         probe: true,
+        ...opts,
       });
     const first = await run(cap);
     if (!first.success) {
-      const failure = await this.#executor.call(state, Object.assign({}, req, { gas: cap }), ctx);
+      const failure = await this.#executor.call(
+        state,
+        Object.assign({}, req, { gas: cap }),
+        ctx,
+        opts,
+      );
       return failure.success ? cap : failure;
     }
     let lo =

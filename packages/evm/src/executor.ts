@@ -167,6 +167,12 @@ export interface CallOptions {
    * reported with the error `halted`, not in the EVM's words, and without the library's run.
    */
   readonly probe?: boolean;
+  /**
+   * When the call stops with `TraceAbort` (`deadline`), in `Date.now()` milliseconds: the
+   * interpreter looks at the clock every 4096 jumps. Calls it leaves to the library (creations,
+   * what it does not run) are bounded by their gas alone.
+   */
+  readonly deadline?: number;
 }
 
 export interface CallOutcome {
@@ -682,6 +688,7 @@ export class Executor {
           baseFee: this.#baseFee(block),
           blobBaseFee: this.#blobBaseFee(block),
           console: consoleOn,
+          ...(opts.deadline === undefined ? {} : { deadline: opts.deadline }),
         },
         opts.probe === true,
         this.#readsOf(state),

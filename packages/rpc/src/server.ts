@@ -94,6 +94,19 @@ export interface RPCServer {
 
 const MODULE_VERSION = "1.0";
 
+/** The request's time limit: configured, or hosted mode's default. */
+function timeoutOf(opts: RPCOptions): number {
+  if (opts.timeoutMs > 0) return opts.timeoutMs;
+  return opts.hosted === true || opts.apiKeys.length > 0 ? HOSTED_DEFAULT_TIMEOUT_MS : 0;
+}
+
+/** The sooner of two time limits in milliseconds, 0 being none. */
+function soonest(a: number, b: number): number {
+  if (a <= 0) return b;
+  if (b <= 0) return a;
+  return Math.min(a, b);
+}
+
 /** Builds the JSON-RPC service: registry, envelope and HTTP layer. */
 export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServer {
   const hosted = opts.hosted === true || opts.apiKeys.length > 0;
@@ -123,6 +136,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
         transactions,
         deps.services.heavy,
         deps.services.network.typedTransactionsFrom,
+        soonest(opts.budgets?.call ?? 0, timeoutOf(opts)),
       ),
       nodexChainModule(reader),
       debugRawModule(reader),

@@ -74,9 +74,18 @@ export interface ChainReaderService {
   state(selector: BlockSelector): Promise<StateView>;
   /** For `pending`, counting the account's waiting transactions. */
   nonce(address: Address, selector: BlockSelector): Promise<bigint>;
-  call(req: CallRequest, selector: BlockSelector): Promise<CallOutcome>;
+  /** `opts.deadline`: when the call's execution stops (-32011), in `Date.now()` milliseconds. */
+  call(
+    req: CallRequest,
+    selector: BlockSelector,
+    opts?: { readonly deadline?: number },
+  ): Promise<CallOutcome>;
   /** The estimate, or the call's outcome when it fails even with all the gas it may have. */
-  estimateGas(req: CallRequest, selector: BlockSelector): Promise<bigint | CallOutcome>;
+  estimateGas(
+    req: CallRequest,
+    selector: BlockSelector,
+    opts?: { readonly deadline?: number },
+  ): Promise<bigint | CallOutcome>;
   /** `call`, heard by `tracer` as the transaction would be (`debug_traceCall`); nothing kept. */
   traceCall<T extends ExecutionTracer>(
     req: CallRequest,

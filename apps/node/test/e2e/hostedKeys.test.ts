@@ -257,6 +257,7 @@ describe("per-key methods and limits", () => {
     const single = await send(node.url, req("eth_blockNumber"), { path: `/${slow.key}` });
     expect(single.status).toBe(429);
     expect(Number(single.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(single.headers.get("access-control-expose-headers")).toBe("Retry-After");
     expect((single.json as { error: { code: number } }).error.code).toBe(-32005);
   });
 
@@ -371,9 +372,16 @@ describe("--api-key-file", () => {
 });
 
 describe("time budgets of method classes", () => {
-  it("stops a trace at the traces' budget, and says so", async () => {
+  it("stops a trace at the traces' budget, and a call at the calls', and says so", async () => {
     const node = await startNode({
-      args: ["--rpc-modules", "eth,net,web3,rpc,debug", "--rpc-budget-trace-ms", "50"],
+      args: [
+        "--rpc-modules",
+        "eth,net,web3,rpc,debug",
+        "--rpc-budget-trace-ms",
+        "50",
+        "--rpc-budget-call-ms",
+        "50",
+      ],
     });
     try {
       // Creation code that loops until its 30,000,000 gas run out: far more than 50 ms of
@@ -387,7 +395,29 @@ describe("time budgets of method classes", () => {
           error: { code: -32011, message: "the trace ran over the request's time limit" },
         });
       }
-      // Other classes keep their own (here: no) budget.
+      // A contract whose code is that loop: a call of it, or an estimate, stops at the budget.
+      const from = ((await send(node.url, req("eth_accounts"))).json as { result: string[] })
+        .result[0];
+      const sent = await send(
+        node.url,
+        req("eth_sendTransaction", [
+          { from, data: "0x6004600c60003960046000f35b600056", gas: "0x100000" },
+        ]),
+      );
+      const hash = (sent.json as { result: string }).result;
+      const receipt = await send(node.url, req("eth_getTransactionReceipt", [hash]));
+      const to = (receipt.json as { result: { contractAddress: string } }).result.contractAddress;
+      for (const [method, params] of [
+        ["eth_call", [{ to, gas: "0x1c9c380" }, "latest"]],
+        ["eth_estimateGas", [{ to }]],
+      ] as const) {
+        expect((await send(node.url, req(method, [...params]))).json).toEqual({
+          jsonrpc: "2.0",
+          id: 7,
+          error: { code: -32011, message: "the call ran over its time budget" },
+        });
+      }
+      // What ends within its budget is answered as ever.
       const call = await send(node.url, req("eth_call", [{ data: "0x00" }, "latest"]));
       expect(call.json).toEqual({ jsonrpc: "2.0", id: 7, result: "0x" });
     } finally {

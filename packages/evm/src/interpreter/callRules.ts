@@ -43,6 +43,11 @@ export interface CallEnvironment {
    * result's `console`. The calls themselves run as calls to an empty account.
    */
   readonly console?: boolean;
+  /**
+   * When the run stops (`Date.now()` milliseconds; 0 or absent: never): checked every 4096
+   * jumps taken, a call past it throws `TraceAbort` (`deadline`).
+   */
+  readonly deadline?: number;
 }
 
 /**

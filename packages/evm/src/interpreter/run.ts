@@ -2,6 +2,7 @@ import type { StateManagerInterface } from "@ethereumjs/common";
 import { type Address, bytesToUnprefixedHex, type Hash32, keccak256, type Log } from "@nodex/types";
 import type { CodeByHash } from "../callState.js";
 import { CONSOLE_ADDRESS_KEY } from "../consoleLog.js";
+import { TraceAbort } from "../tracing.js";
 import { bytesValue, SMALL, wordBytes, wordOf, writeWord } from "../words.js";
 import {
   type AccountView,
@@ -76,6 +77,9 @@ export class CallRun {
   readonly #rules: CallRules;
   readonly #g: Gas;
   readonly #env: CallEnvironment;
+  /** `env.deadline`, and the jumps taken since it was last checked. */
+  readonly #deadline: number;
+  #jumps = 0;
   readonly #fees: Int32Array;
   readonly #origin: bigint;
   readonly #originKey: string;
@@ -126,6 +130,7 @@ export class CallRun {
     this.#rules = rules;
     this.#g = g;
     this.#env = env;
+    this.#deadline = env.deadline ?? 0;
     // A call made straight to the console address is one of its calls too.
     this.consoleCalls =
       env.console !== true
@@ -403,6 +408,11 @@ export class CallRun {
     const set = slots;
     this.#undo.push(() => set.delete(slot));
     return true;
+  }
+
+  #checkDeadline(): void {
+    if ((++this.#jumps & 4095) === 0 && Date.now() > this.#deadline)
+      throw new TraceAbort("deadline", "the call ran over its time budget");
   }
 
   /** Runs a frame; undoes its changes when it fails. */
@@ -822,6 +832,8 @@ export class CallRun {
           const dest = stack.pop()!;
           if (dest >= lengthWord || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
           pc = Number(dest);
+          // Loops jump: where a run can spend its time, and so where it looks at the clock.
+          if (this.#deadline !== 0) this.#checkDeadline();
           break;
         }
         case 0x57 satisfies typeof Op.JUMPI: {
@@ -831,6 +843,7 @@ export class CallRun {
           if (cond !== 0n) {
             if (dest >= lengthWord || jumps[Number(dest)] !== 1) throw INVALID_JUMP;
             pc = Number(dest);
+            if (this.#deadline !== 0) this.#checkDeadline();
           }
           break;
         }

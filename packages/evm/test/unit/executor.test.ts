@@ -23,6 +23,7 @@ import {
   FeeRules,
   intrinsicGas,
   logsBloom,
+  TraceAbort,
 } from "../../src/index.js";
 import { deployCode } from "./bytecode.js";
 
@@ -552,5 +553,33 @@ describe("intrinsicGas", () => {
     expect(intrinsicGas({ to: null, data: new Uint8Array(33) })).toBe(
       21_000n + 32_000n + 33n * 4n + 2n * 2n,
     );
+  });
+});
+
+describe("Executor.call's deadline", () => {
+  // JUMPDEST PUSH1 0 JUMP: a loop until the gas runs out.
+  const LOOP = Uint8Array.from([0x5b, 0x60, 0x00, 0x56]);
+  const LOOPER = bob!.address;
+
+  it("stops a call past its deadline with TraceAbort, and runs one before it to its end", async () => {
+    await state.setCode(LOOPER, LOOP);
+    await state.commit();
+    // A deadline already past: the call stops at the first look at the clock (4096 jumps).
+    const stopped = executor.call(state, { to: LOOPER, gas: 1_000_000n }, BLOCK, {
+      deadline: Date.now() - 1,
+    });
+    await expect(stopped).rejects.toBeInstanceOf(TraceAbort);
+    await expect(stopped).rejects.toMatchObject({ reason: "deadline" });
+    // Far ahead: the loop runs out of gas, as without one.
+    const ran = await executor.call(state, { to: LOOPER, gas: 1_000_000n }, BLOCK, {
+      deadline: Date.now() + 3_600_000,
+    });
+    expect(ran.success).toBe(false);
+    expect(ran.gasUsed).toBe(1_000_000n);
+    // A call that jumps fewer than 4096 times never looks at the clock.
+    const short = await executor.call(state, { to: LOOPER, gas: 21_000n + 4000n }, BLOCK, {
+      deadline: Date.now() - 1,
+    });
+    expect(short.success).toBe(false);
   });
 });

@@ -291,8 +291,10 @@ export class HttpApp {
       const reply =
         guard === undefined || guard.limited === 0
           ? this.#json(req, 200, o ?? "")
-          : this.#json(req, guard.admitted === 0 ? 429 : 200, o ?? "", {
+          : // Exposed, so that a dapp in a browser can read it too.
+            this.#json(req, guard.admitted === 0 ? 429 : 200, o ?? "", {
               "retry-after": String(guard.retryAfterS),
+              "access-control-expose-headers": "Retry-After",
             });
       if (logging) {
         const bytesIn = req.contentLength ?? Buffer.byteLength(body);

@@ -139,7 +139,10 @@ export function ethChainModule(
   heavy?: HeavyRequestService,
   /** The network's first block with typed transactions (its blocks show `baseFeePerGas`). */
   typedTransactionsFrom: bigint | null = null,
+  /** Time budget of a call or an estimate's execution in milliseconds; 0 for none. */
+  callBudgetMs = 0,
 ) {
+  const budget = () => (callBudgetMs > 0 ? { deadline: Date.now() + callBudgetMs } : {});
   const stateAt = p.optional(p.blockSelector, LATEST);
   const blocks = new BlockJsonCache(typedTransactionsFrom);
   return defineModule("eth", {
@@ -297,7 +300,7 @@ export function ethChainModule(
       params: [p.callObject, stateAt],
       result: r.data,
       handler: async (_s, [req, block]) => {
-        const out = await reader.call(req, block);
+        const out = await reader.call(req, block, budget());
         if (out.success) return out.returnValue;
         throw callFailure(out);
       },
@@ -331,6 +334,7 @@ export function ethChainModule(
         const out = await reader.estimateGas(
           typed ? Object.assign({}, req, { accessListBytes: 1 }) : req,
           block,
+          budget(),
         );
         if (typeof out === "bigint") return out;
         throw callFailure(out);
