@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Hosted bench: what serving many users costs. The same chain (a token and --blocks blocks of
 // transfers, one block in two with a log for the queried recipient) is served by Nodex in three
-// modes, one after another on the same datadir, in one run:
+// modes, all running at once, each on its own copy of the chain, in one run:
 //   local   no keys, no limits (the reference);
 //   hosted  --rpc-hosted with one API key (created with `nodex keys create`) whose rate and
 //           daily quota are high enough never to refuse, so every request is checked, weighed
@@ -10,15 +10,19 @@
 //           (Debian's redis-server, started here on 127.0.0.1).
 // Workloads, each with autocannon over keep-alive connections: eth_blockNumber; eth_call of
 // balanceOf for varied holders; eth_getLogs by address and topic over varied windows of 100
-// blocks near the head. Prints requests per second, the median and the 99th percentile of each,
-// and each mode's overhead against local in percent; writes bench/results/hosted-<ts>.json.
+// blocks near the head. Each workload is measured in short windows that go round the modes (the
+// first mode of each round turning), so that the machine's slow spells fall on every mode alike.
+// Prints, as medians over the windows, requests per second, the median and 99th percentile
+// latency and the node's CPU per request (Redis's included in the redis mode), and each mode's
+// cost against the local window of the same round, in throughput and in CPU; writes
+// bench/results/hosted-<ts>.json.
 //
-//   node bench/hosted/run.mjs                                (from the repo root; ~2 min)
-//   node bench/hosted/run.mjs --duration 5 --only local,hosted
+//   node bench/hosted/run.mjs                                (from the repo root; ~5 min)
+//   node bench/hosted/run.mjs --rounds 6 --only local,hosted
 //
 // See bench/README.md (bench/hosted) for what it measures and how to read the output.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -45,22 +49,23 @@ import { ensureBenchDeps, ensureNodexBuilt, gitCommit, NODEX_MAIN, root } from "
 
 const USAGE = `usage: node bench/hosted/run.mjs [--duration S] [--warmup S] [--connections N] [--blocks N] [--only a,b] [--build]
 
-  --duration S     seconds measured per mode and workload (default 8)
-  --warmup S       seconds of unmeasured load before each measurement (default 2)
+  --duration S     seconds of each measured window (default 2)
+  --warmup S       seconds of unmeasured load on each node before a workload's windows (default 2)
   --connections N  concurrent keep-alive connections (default 32)
   --blocks N       transfer blocks of the chain (default 1000)
-  --rounds R       rounds of every mode in turn (default 3); each mode's cost is the median of
-                   its ratio to the local mode of the same round
+  --rounds R       windows of each mode per workload (default 12), taken round the modes in
+                   turn; each mode's cost is the median of its ratio to the local window of
+                   the same round
   --only a,b       modes: local, hosted, redis (default all; local is the reference)
   --build          run npm run build even if apps/node/dist/main.js exists`;
 
 const { values: args } = parseArgs({
   options: {
-    duration: { type: "string", default: "8" },
+    duration: { type: "string", default: "2" },
     warmup: { type: "string", default: "2" },
     connections: { type: "string", default: "32" },
     blocks: { type: "string", default: "1000" },
-    rounds: { type: "string", default: "3" },
+    rounds: { type: "string", default: "12" },
     only: { type: "string" },
     build: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
@@ -292,9 +297,12 @@ function createKey(redisUrl) {
   return key;
 }
 
-async function runMode(mode, ctx) {
-  const result = { mode, workloads: {} };
-  log(`${mode}:`);
+/**
+ * Starts the node of `mode` on its own copy of the built chain; `undefined` when the mode is
+ * skipped (no redis-server).
+ */
+async function startMode(mode, ctx) {
+  const result = { mode, windows: {} };
   const extraArgs = [];
   let path = "/";
   if (mode !== "local") {
@@ -310,47 +318,52 @@ async function runMode(mode, ctx) {
   if (mode === "redis") {
     if (ctx.redis.skipped) {
       result.skipped = ctx.redis.skipped;
-      log(`  skipped: ${result.skipped}`);
-      return result;
+      log(`  ${mode}: skipped: ${result.skipped}`);
+      return { result };
     }
     extraArgs.push("--redis", `redis://127.0.0.1:${ctx.redis.port}`);
     result.redis = ctx.redis.version;
   }
-  const server = { ...nodexServer({ id: "nodex", extraArgs }), path };
+  const id = `nodex-${mode}`;
+  cpSync(datadir, join(tmp, `${id}-datadir`), { recursive: true });
+  const server = { ...nodexServer({ id, extraArgs }), path };
   const port = await freePort();
+  log(`  ${mode}:`);
   const handle = await launchServer(server, result, {
     port,
     tmp,
     logFile: join(tmp, `${mode}.log`),
   });
-  if (handle === undefined || result.skipped) return result;
-  try {
-    for (const w of ctx.workloads) {
-      const expected = ctx.expected.get(w.id);
-      const workload = {
-        calls: 1,
-        path,
-        ...(w.bodies ? { bodies: w.bodies, expected } : { body: w.body }),
-      };
-      const expectBody = w.bodies ? undefined : [...expected][0];
-      const m = await measure(handle, port, workload, expectBody, load);
-      result.workloads[w.id] = m;
-      const bad = m.non2xx + m.errors + m.timeouts + m.mismatches;
-      log(
-        `  ${w.label}: ${fmtK(m.reqPerSec)} req/s, p50 ${fmtMs(m.latencyMs.p50)}, p99 ${fmtMs(m.latencyMs.p99)}${bad > 0 ? `; ${bad} wrong or failed answers` : ""}`,
-      );
-    }
-  } finally {
-    await stopChild(handle);
+  if (handle === undefined || result.skipped) return { result };
+  // Redis works for the node in the redis mode: its CPU counts as the node's.
+  if (mode === "redis") handle.helperPids = [ctx.redis.child.pid];
+  return { result, handle, port, path, workloads: new Map() };
+}
+
+/**
+ * One window of workload `w` on a running mode's node; the node's workload keeps its cursor, so
+ * that each window goes on through the varied bodies where the last one stopped.
+ */
+async function measureWindow(node, w, ctx, loadOf) {
+  const expected = ctx.expected.get(w.id);
+  let workload = node.workloads.get(w.id);
+  if (workload === undefined) {
+    workload = {
+      calls: 1,
+      path: node.path,
+      ...(w.bodies ? { bodies: w.bodies, expected } : { body: w.body }),
+    };
+    node.workloads.set(w.id, workload);
   }
-  return result;
+  const expectBody = w.bodies ? undefined : [...expected][0];
+  return measure(node.handle, node.port, workload, expectBody, loadOf);
 }
 
 // ---------------------------------------------------------------------------------------------
 
 const started = new Date();
 log(
-  `bench/hosted: ${cpus().length} cores, load ${loadavg()[0].toFixed(2)}, ${load.connections} connections, ${load.duration} s per figure (after ${load.warmup} s)`,
+  `bench/hosted: ${cpus().length} cores, load ${loadavg()[0].toFixed(2)}, ${load.connections} connections, ${ROUNDS} windows of ${load.duration} s per mode and workload (after ${load.warmup} s)`,
 );
 log(`building the chain: a token and ${BLOCKS} transfer blocks`);
 const builder = nodexServer({ id: "nodex" });
@@ -375,18 +388,71 @@ log(`  head ${chain.head}, token ${chain.address}`);
 ctx.redis = modes.includes("redis") ? await startRedis() : { skipped: "not asked for" };
 if (!ctx.redis.skipped) ctx.redisKey = createKey(`redis://127.0.0.1:${ctx.redis.port}`);
 
-// Rounds of every mode in turn, so that a slow spell of the machine falls on every mode alike.
-const rounds = [];
-for (let r = 1; r <= ROUNDS; r++) {
-  log(`round ${r} of ${ROUNDS}`);
-  const round = [];
-  for (const mode of modes) round.push(await runMode(mode, ctx));
-  rounds.push(round);
-}
+const fmtCosts = (costs) =>
+  costs.length === 0
+    ? "n/a"
+    : `${median(costs).toFixed(1)} % (${costs.map((c) => c.toFixed(0)).join(", ")})`;
+const fmtCPU = (us) => (us === undefined ? "n/a" : us.toFixed(0));
 const median = (xs) => {
   const v = [...xs].sort((a, b) => a - b);
   return v.length === 0 ? undefined : v[Math.floor((v.length - 1) / 2)];
 };
+// Every mode's node runs at once, each on its own copy of the chain; the workloads are measured
+// in short windows that go round the modes, the first mode of each round turning, so that a
+// slow spell of the machine falls on every mode alike and each mode's cost is taken against
+// the local window beside it.
+log("starting the nodes");
+const nodes = new Map();
+for (const mode of modes) {
+  const node = await startMode(mode, ctx);
+  if (node.handle !== undefined) nodes.set(mode, node);
+}
+const running = modes.filter((m) => nodes.has(m));
+if (!nodes.has("local")) throw new Error("the local node did not start");
+const rounds = Array.from({ length: ROUNDS }, () =>
+  running.map((mode) => ({ mode, workloads: {} })),
+);
+try {
+  for (const w of ctx.workloads) {
+    log(`${w.label}:`);
+    if (load.warmup > 0)
+      for (const mode of running)
+        await measureWindow(nodes.get(mode), w, ctx, { ...load, duration: load.warmup, warmup: 0 });
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = running.map((_, i) => running[(i + r) % running.length]);
+      for (const mode of order) {
+        const m = await measureWindow(nodes.get(mode), w, ctx, { ...load, warmup: 0 });
+        rounds[r].find((x) => x.mode === mode).workloads[w.id] = m;
+        const bad = m.non2xx + m.errors + m.timeouts + m.mismatches;
+        if (bad > 0) log(`  ${mode}: ${bad} wrong or failed answers in window ${r + 1}`);
+      }
+    }
+    const line = running.map((mode) => {
+      const ms = rounds.map((round) => round.find((x) => x.mode === mode).workloads[w.id]);
+      const rate = median(ms.map((m) => m.reqPerSec));
+      const cpu = median(ms.map((m) => m.serverCPU?.usPerRequest).filter((c) => c != null));
+      return `${mode} ${fmtK(rate)} req/s, ${fmtCPU(cpu)} µs CPU/req`;
+    });
+    log(`  ${line.join("; ")}`);
+  }
+} finally {
+  for (const node of nodes.values()) await stopChild(node.handle);
+}
+/**
+ * A mode's cost against the local mode, round by round, in percent of the local figure:
+ * `sign` -1 for a figure where less is worse (throughput), 1 where more is worse (CPU).
+ */
+function roundCosts(rounds, mode, id, figure, sign) {
+  return rounds
+    .map((round) => {
+      const m = round.find((r) => r.mode === mode)?.workloads[id];
+      const ref = round.find((r) => r.mode === "local")?.workloads[id];
+      const a = m === undefined ? undefined : figure(m);
+      const b = ref === undefined ? undefined : figure(ref);
+      return a == null || b == null || b === 0 ? undefined : (sign * (a - b) * 100) / b;
+    })
+    .filter((c) => c !== undefined);
+}
 if (ctx.redis.child) ctx.redis.child.kill("SIGTERM");
 
 // The table: each workload's medians per mode over the rounds, and the median over the rounds of
@@ -397,37 +463,39 @@ for (const w of ctx.workloads) {
     const runs = rounds.map((round) => round.find((r) => r.mode === mode)?.workloads[w.id]);
     const measured = runs.filter((m) => m !== undefined);
     if (measured.length === 0) continue;
-    const costs = rounds
-      .map((round) => {
-        const m = round.find((r) => r.mode === mode)?.workloads[w.id];
-        const ref = round.find((r) => r.mode === "local")?.workloads[w.id];
-        return m === undefined || ref === undefined
-          ? undefined
-          : ((ref.reqPerSec - m.reqPerSec) / ref.reqPerSec) * 100;
-      })
-      .filter((c) => c !== undefined);
+    // Each round's cost against the local mode of the same round, in throughput and in CPU per
+    // request (the node's, and Redis's in the redis mode): CPU per request moves far less with
+    // the machine's other load than throughput does.
+    const costs = roundCosts(rounds, mode, w.id, (m) => m.reqPerSec, -1);
+    const cpuCosts = roundCosts(rounds, mode, w.id, (m) => m.serverCPU?.usPerRequest, 1);
     rows.push([
       w.label,
       mode,
       fmtInt(Math.round(median(measured.map((m) => m.reqPerSec)))),
       fmtMs(median(measured.map((m) => m.latencyMs.p50))),
       fmtMs(median(measured.map((m) => m.latencyMs.p99))),
-      mode === "local"
-        ? "—"
-        : `${median(costs).toFixed(1)} % (${costs.map((c) => c.toFixed(0)).join(", ")})`,
+      fmtCPU(median(measured.map((m) => m.serverCPU?.usPerRequest).filter((c) => c != null))),
+      mode === "local" ? "—" : fmtCosts(costs),
+      mode === "local" ? "—" : fmtCosts(cpuCosts),
     ]);
   }
 }
 log("");
 log(
-  table(["workload", "mode", "req/s", "p50", "p99", "cost vs local (each round)"], rows, [
-    "l",
-    "l",
-    "r",
-    "r",
-    "r",
-    "r",
-  ]),
+  table(
+    [
+      "workload",
+      "mode",
+      "req/s",
+      "p50",
+      "p99",
+      "CPU µs/req",
+      "throughput cost (each round)",
+      "CPU cost (each round)",
+    ],
+    rows,
+    ["l", "l", "r", "r", "r", "r", "r", "r"],
+  ),
 );
 const out = join(
   root,

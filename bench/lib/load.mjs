@@ -47,10 +47,12 @@ export class Latencies {
 
 /**
  * CPU accounting over a window: `const w = cpuWindow(pid); ...; w.end(operations)` gives the
- * server's CPU (all its threads), this process's CPU (the client) and the rest of the machine's.
+ * server's CPU (all its threads, and those of `helperPids`: processes that work for it, such as
+ * its Redis), this process's CPU (the client) and the rest of the machine's.
  */
-export function cpuWindow(pid) {
+export function cpuWindow(pid, helperPids = []) {
   const cpu0 = cpuSeconds(pid);
+  const helpers0 = helperPids.map(cpuSeconds);
   const main0 = mainThreadSeconds(pid);
   const busy0 = machineBusySeconds();
   const client0 = process.cpuUsage();
@@ -62,7 +64,15 @@ export function cpuWindow(pid) {
       const main1 = mainThreadSeconds(pid);
       const busy1 = machineBusySeconds();
       const client1 = process.cpuUsage(client0);
-      const serverCPU = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined;
+      let serverCPU = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined;
+      // A server's helper processes (a Redis the node talks to) count as the server's.
+      const helpers1 = helperPids.map(cpuSeconds);
+      const helperCPU = helpers0.reduce(
+        (sum, c0, i) =>
+          c0 === undefined || helpers1[i] === undefined ? sum : sum + (helpers1[i] - c0),
+        0,
+      );
+      if (serverCPU !== undefined) serverCPU += helperCPU;
       const mainCPU = main0 !== undefined && main1 !== undefined ? main1 - main0 : undefined;
       const clientSeconds = (client1.user + client1.system) / 1e6;
       return {
@@ -74,6 +84,8 @@ export function cpuWindow(pid) {
                 seconds: serverCPU,
                 share: serverCPU / wall,
                 usPerRequest: operations > 0 ? (serverCPU / operations) * 1e6 : null,
+                // Of which the helper processes' (none unless asked for).
+                helperUsPerRequest: operations > 0 ? (helperCPU / operations) * 1e6 : null,
                 // Of which the process's first thread (JavaScript, for a Node server); the rest
                 // is its other threads (GC and compiler helpers, the database, a runtime's pool).
                 mainUsPerRequest:
@@ -153,7 +165,7 @@ export async function measure(handle, port, workload, expectBody, load) {
       expectBody,
     );
   const latencies = new Latencies();
-  const window = cpuWindow(handle.pid);
+  const window = cpuWindow(handle.pid, handle.helperPids);
   const r = await cannon(port, workload, load, expectBody, latencies);
   const total = r.requests.total;
   const { serverCPU, clientCPU, otherCPU } = window.end(total);
