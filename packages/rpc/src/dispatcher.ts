@@ -1,6 +1,7 @@
 import type { Logger } from "@nodex/types";
 import { LIMIT_EXCEEDED_CODE } from "./access.js";
 import { isUnexpectedError, RPCError, RPCErrorCode, toRPCError } from "./errors.js";
+import { type ForkHistory, Forwarded, routeForkHistory } from "./forkHistory.js";
 import { countArrayMembers } from "./json.js";
 import { type MethodClass, methodClass } from "./methodClass.js";
 import type { RequestMetrics } from "./metrics.js";
@@ -32,6 +33,8 @@ export interface DispatcherDeps {
   readonly logger: Logger;
   /** Told of every call answered, when the node keeps metrics. */
   readonly metrics?: RequestMetrics;
+  /** On a forked chain: the upstream, which answers for the blocks up to the fork block. */
+  readonly history?: ForkHistory;
 }
 
 /**
@@ -292,7 +295,19 @@ export class Dispatcher {
           ? undefined
           : errorResponse(call.id, new RPCError(RPCErrorCode.INVALID_PARAMS, decoded.error));
       }
-      value = found.spec.handler(this.#deps.services, decoded.value, ctx);
+      const history = this.#deps.history;
+      const routed =
+        history === undefined
+          ? undefined
+          : routeForkHistory(history, call.method, call.params, (params) => {
+              if (params === call.params)
+                return found.spec.handler(this.#deps.services, decoded.value, ctx);
+              const again = decodeParams(found.spec.params, params);
+              if (again.error !== undefined)
+                throw new RPCError(RPCErrorCode.INVALID_PARAMS, again.error);
+              return found.spec.handler(this.#deps.services, again.value, ctx);
+            });
+      value = routed ?? found.spec.handler(this.#deps.services, decoded.value, ctx);
     } catch (err) {
       return this.#failure(call, err, seen);
     }
@@ -332,7 +347,8 @@ export class Dispatcher {
     let json: string | Uint8Array;
     let own = false;
     try {
-      const encoded = encode(value as never);
+      // An upstream's answer (a fork's history) is written as it came.
+      const encoded = value instanceof Forwarded ? (value.result ?? null) : encode(value as never);
       if (encoded instanceof RawJson) {
         json = encoded.text;
         own = encoded.ownBuffer;

@@ -29,6 +29,7 @@ export {
   type FilterService,
   type LogChange,
 } from "./filters.js";
+export { type ForkHistory, Forwarded, routeForkHistory } from "./forkHistory.js";
 export {
   HeavyErrorCode,
   type HeavyRequest,

@@ -11,6 +11,7 @@ import { HostedAccess } from "./access.js";
 import type { AccessLogSink } from "./accessLog.js";
 import { Dispatcher } from "./dispatcher.js";
 import { FilterManager, type FilterService } from "./filters.js";
+import type { ForkHistory } from "./forkHistory.js";
 import { type HealthReport, HttpApp, type ReadinessReport } from "./http/app.js";
 import { chooseTransport } from "./http/index.js";
 import type { HttpTransportFactory } from "./http/transport.js";
@@ -68,6 +69,8 @@ export interface RPCServerDeps {
   readonly metrics?: NodeMetrics;
   /** One record per HTTP request and WebSocket message, when the node keeps an access log. */
   readonly accessLog?: AccessLogSink;
+  /** On a forked chain: the upstream, which answers for the blocks up to the fork block. */
+  readonly history?: ForkHistory;
 }
 
 export interface RPCServer {
@@ -235,6 +238,7 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
       services: deps.services,
       logger: log,
       ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+      ...(deps.history === undefined ? {} : { history: deps.history }),
     },
   );
   const health = (): HealthReport => {
