@@ -77,6 +77,10 @@ interface UrlState {
   batches: boolean;
   /** New calls pass it over until then. */
   downUntil: number;
+  /** It asked us to slow down: nothing is sent to it until then. */
+  pausedUntil: number;
+  /** Calls waiting for the pause to end. */
+  readonly held: PendingCall[];
   /** A call gave up on it, and it has not answered since. */
   suspect: boolean;
   requests: number;
@@ -232,7 +236,13 @@ export class Upstream {
   /** Puts calls in the line (in order of arrival) and makes sure the line moves. */
   #enqueue(calls: readonly PendingCall[]): void {
     if (this.#closed) return;
-    for (const call of calls) if (!call.settled) this.#queue.push(call);
+    const now = this.#now();
+    for (const call of calls) {
+      if (call.settled) continue;
+      const url = this.#urls[call.url] as UrlState;
+      if (url.pausedUntil > now) this.#hold(url, call);
+      else this.#queue.push(call);
+    }
     this.#queue.sort((a, b) => a.id - b.id);
     if (this.#pumping || this.#scheduled !== undefined) return;
     // One turn of the event loop later, so that the calls of this turn leave together.
@@ -240,6 +250,21 @@ export class Upstream {
       this.#scheduled = undefined;
       void this.#pump();
     });
+  }
+
+  /**
+   * Keeps a call for a URL that said "too many requests" until its pause ends: one backoff
+   * for all of them (and one log line), rather than one more refusal and backoff each.
+   */
+  #hold(url: UrlState, call: PendingCall): void {
+    url.held.push(call);
+    if (url.held.length > 1) return;
+    void (async () => {
+      while (url.pausedUntil > this.#now() && !this.#closed) {
+        await this.#sleep(url.pausedUntil - this.#now());
+      }
+      this.#enqueue(url.held.splice(0));
+    })();
   }
 
   /**
@@ -423,6 +448,7 @@ export class Upstream {
         ? Math.min(failure.retryAfterMs, this.#opts.maxRetryAfterMs)
         : this.#backoff(attempt);
     this.#retries++;
+    if (failure.rateLimited) url.pausedUntil = Math.max(url.pausedUntil, this.#now() + delay);
     const fields = {
       url: url.endpoint.shown,
       reason: failure.reason,
@@ -563,6 +589,8 @@ function urlStates(urls: readonly string[]): UrlState[] {
       key: count === 1 ? endpoint.shown : `${endpoint.shown} (#${count})`,
       batches: true,
       downUntil: 0,
+      pausedUntil: 0,
+      held: [],
       suspect: false,
       requests: 0,
       failures: 0,

@@ -202,6 +202,33 @@ describe("Upstream rate limits and retries", () => {
     expect(lines[0]?.fields).toMatchObject({ url: server.url, delayMs: 3000, reason: "HTTP 429" });
   });
 
+  it("sends nothing more to a URL that answered 429 until its Retry-After has passed", async () => {
+    const server = await serve((body, n) =>
+      n === 0 ? { status: 429, headers: { "retry-after": "2" }, body: "" } : healthy()(body),
+    );
+    const time = { now: 0 };
+    const waiting: { until: number; wake: () => void }[] = [];
+    const sleep = (ms: number) =>
+      new Promise<void>((wake) => waiting.push({ until: time.now + ms, wake }));
+    const { lines, logger } = logLines();
+    const upstream = client({ urls: [server.url], now: () => time.now, sleep }, { logger });
+    const first = upstream.call("eth_blockNumber");
+    while (waiting.length === 0) await new Promise((r) => setTimeout(r, 2));
+    expect(waiting.map((w) => w.until)).toEqual([2000]); // the backoff of the first call
+
+    const second = upstream.call("eth_getBalance", [address(3), "latest"]);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(server.seen).toHaveLength(1); // held, not sent into the rate limit
+    expect(waiting.map((w) => w.until)).toEqual([2000, 2000]);
+
+    time.now = 2000;
+    for (const w of waiting.splice(0)) w.wake();
+    expect(await Promise.all([first, second])).toEqual(["0x10", balance(3)]);
+    expect(server.seen).toHaveLength(2);
+    expect(server.seen[1]?.body).toHaveLength(2); // both in one batch after the pause
+    expect(lines).toHaveLength(1);
+  });
+
   it("caps the wait Retry-After asks for", async () => {
     const server = await serve((body, n) =>
       n === 0 ? { status: 429, headers: { "retry-after": "3600" }, body: "" } : healthy()(body),
@@ -542,17 +569,16 @@ describe("Upstream close", () => {
   });
 
   it("leaves no timer behind once closed", async () => {
-    const limited = await serve(() => ({ status: 503, body: "" }));
+    const failing = await serve(() => ({ status: 503, body: "" }));
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
-    const before = timers();
-    const upstream = new Upstream({ urls: [limited.url], backoffMs: 60_000 });
-    const pending = upstream.call("eth_blockNumber").catch(() => undefined);
-    while (limited.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 20));
-    expect(timers()).toBeGreaterThan(before); // the backoff
+    const upstream = new Upstream({ urls: [failing.url], backoffMs: 60_000 }); // real timers
+    const pending = upstream.call("eth_blockNumber").catch((err: unknown) => err);
+    while (failing.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 20)); // the 503 is read, the backoff begun
+    const backingOff = timers();
     upstream.close();
-    await pending;
-    expect(timers()).toBe(before);
+    expect(timers()).toBe(backingOff - 1);
+    expect(await pending).toMatchObject({ code: StateErrorCode.UPSTREAM_CLOSED });
   });
 });
 
