@@ -120,6 +120,8 @@ const TRANSIENT_STATUS = new Set([408, 502, 503, 504]);
  *   connection errors, timeouts and unusable answers are retried with capped exponential
  *   backoff and jitter (`Retry-After` honoured up to `maxRetryAfterMs`), `retries` times per
  *   URL; then the calls fail over to the next URL in the ring. A 4xx fails over at once.
+ *   After a rate limit, nothing more goes to that URL until the backoff has passed: calls for
+ *   it are held and leave together then.
  * - A URL given up on is passed over by new calls for `cooldownMs`, then preferred again in the
  *   order given; until it answers, a call gives it one attempt when another URL is healthy.
  * - A JSON-RPC error that is not a rate limit is the call's answer: not retried, not failed
@@ -186,7 +188,11 @@ export class Upstream {
     });
   }
 
-  /** Sends the calls together; each gets its result or its error, in order. Never rejects. */
+  /**
+   * Sends the calls together; each gets its result or the error `call` would reject with, in
+   * order, so that one failure fails none of the others. Rejects only when `calls` is not an
+   * array (`STATE_UPSTREAM_INVALID_CALL`).
+   */
   async callAll(calls: readonly UpstreamCall[]): Promise<UpstreamResult[]> {
     if (!Array.isArray(calls)) {
       throw new StateError(StateErrorCode.UPSTREAM_INVALID_CALL, "callAll takes an array of calls");
