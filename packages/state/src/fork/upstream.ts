@@ -114,8 +114,8 @@ const TRANSIENT_STATUS = new Set([408, 502, 503, 504]);
  *   together as JSON-RPC batches of up to `maxBatch`, matched by id. A URL that refuses a batch
  *   (a status other than 429/502/503/504/408, an answer that is not an array, one error object)
  *   is sent single requests from then on.
- * - At most `rps` HTTP requests a second to all URLs together; calls wait their turn in order
- *   of arrival and never fail because of the budget.
+ * - At most `rps` HTTP requests a second to all URLs together, and `maxConcurrent` at a time;
+ *   calls wait their turn in order of arrival and never fail because of the budget.
  * - Rate limits (HTTP 429, JSON-RPC -32005 or "rate limit"/"too many requests"), 5xx, 408,
  *   connection errors, timeouts and unusable answers are retried with capped exponential
  *   backoff and jitter (`Retry-After` honoured up to `maxRetryAfterMs`), `retries` times per
@@ -136,12 +136,16 @@ export class Upstream {
   readonly #now: () => number;
   readonly #sleepFn: (ms: number) => Promise<void>;
   readonly #random: () => number;
-  readonly #queue: PendingCall[] = [];
+  #queue: PendingCall[] = [];
   readonly #live = new Set<PendingCall>();
   readonly #closer = new AbortController();
   readonly #timers = new Set<NodeJS.Timeout>();
   #scheduled: NodeJS.Immediate | undefined;
   #pumping = false;
+  /** HTTP requests sent and not yet answered. */
+  #inFlight = 0;
+  /** Wakes the line when a request in flight ends (the line waits for a free slot). */
+  #slotFree: (() => void) | undefined;
   #nextId = 1;
   #requests = 0;
   #calls = 0;
@@ -232,7 +236,14 @@ export class Upstream {
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
     this.#queue.length = 0;
+    this.#wakeLine();
     for (const call of [...this.#live]) this.#reject(call, closedError(call.method));
+  }
+
+  #wakeLine(): void {
+    const wake = this.#slotFree;
+    this.#slotFree = undefined;
+    wake?.();
   }
 
   get #closed(): boolean {
@@ -247,9 +258,8 @@ export class Upstream {
       if (call.settled) continue;
       const url = this.#urls[call.url] as UrlState;
       if (url.pausedUntil > now) this.#hold(url, call);
-      else this.#queue.push(call);
+      else insertInOrder(this.#queue, call);
     }
-    this.#queue.sort((a, b) => a.id - b.id);
     if (this.#pumping || this.#scheduled !== undefined) return;
     // One turn of the event loop later, so that the calls of this turn leave together.
     this.#scheduled = setImmediate(() => {
@@ -281,6 +291,12 @@ export class Upstream {
     this.#pumping = true;
     try {
       while (this.#queue.length > 0 && !this.#closed) {
+        if (this.#inFlight >= this.#opts.maxConcurrent) {
+          await new Promise<void>((resolve) => {
+            this.#slotFree = resolve;
+          });
+          continue;
+        }
         const wait = this.#budget.reserve(this.#now());
         if (wait > 0) await this.#sleep(wait);
         const chunk = this.#takeChunk();
@@ -293,16 +309,20 @@ export class Upstream {
 
   /** The first call in line, with the calls behind it for the same URL up to a batch. */
   #takeChunk(): PendingCall[] {
-    const head = this.#queue[0];
+    const queue = this.#queue;
+    const head = queue[0];
     if (head === undefined) return [];
     const limit = this.#urls[head.url]?.batches ? this.#opts.maxBatch : 1;
     const chunk: PendingCall[] = [];
-    const rest: PendingCall[] = [];
-    for (const call of this.#queue) {
-      if (call.url === head.url && chunk.length < limit) chunk.push(call);
-      else rest.push(call);
+    const skipped: PendingCall[] = [];
+    let scanned = 0;
+    // Stops at a full batch: with one URL in use, only the calls taken are looked at.
+    for (; scanned < queue.length && chunk.length < limit; scanned++) {
+      const call = queue[scanned] as PendingCall;
+      (call.url === head.url ? chunk : skipped).push(call);
     }
-    this.#queue.splice(0, this.#queue.length, ...rest);
+    if (skipped.length === 0) queue.splice(0, scanned);
+    else this.#queue = skipped.concat(queue.slice(scanned));
     return chunk;
   }
 
@@ -314,11 +334,14 @@ export class Upstream {
     this.#requests++;
     url.requests++;
     if (batch) this.#batches++;
+    this.#inFlight++;
     const outcome = await postJson(url.endpoint, body, {
       timeoutMs: this.#opts.timeoutMs,
       maxBytes: this.#opts.maxResponseBytes,
       closed: this.#closer.signal,
     });
+    this.#inFlight--;
+    this.#wakeLine();
     if (this.#closed) return;
     this.#handle(chunk, index, outcome);
   }
@@ -582,6 +605,23 @@ export class Upstream {
       this.#timers.add(timer);
     });
   }
+}
+
+/** Puts a call in line by id: new calls at the end, calls sent again where they arrived. */
+function insertInOrder(queue: PendingCall[], call: PendingCall): void {
+  const last = queue[queue.length - 1];
+  if (last === undefined || last.id < call.id) {
+    queue.push(call);
+    return;
+  }
+  let low = 0;
+  let high = queue.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if ((queue[mid] as PendingCall).id < call.id) low = mid + 1;
+    else high = mid;
+  }
+  queue.splice(low, 0, call);
 }
 
 function urlStates(urls: readonly string[]): UrlState[] {

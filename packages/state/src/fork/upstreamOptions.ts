@@ -17,6 +17,8 @@ export interface UpstreamOptions {
   readonly rps?: number;
   /** Requests the budget lets out at once after a quiet time; 1 spaces every request. */
   readonly burst?: number;
+  /** HTTP requests in flight at once, to all upstreams together (more wait their turn). */
+  readonly maxConcurrent?: number;
   /** Each HTTP request is abandoned after this long (body included). */
   readonly timeoutMs?: number;
   /** Retries of a call on one URL before it fails over to the next. */
@@ -53,6 +55,7 @@ export interface UpstreamDeps {
 export const defaultUpstreamOptions = {
   rps: 50,
   burst: 1,
+  maxConcurrent: 16,
   timeoutMs: 10_000,
   retries: 4,
   maxBatch: 100,
@@ -88,6 +91,7 @@ export function resolveUpstreamOptions(options: UpstreamOptions): ResolvedUpstre
   positive("cooldownMs", resolved.cooldownMs);
   count("burst", resolved.burst, 1);
   count("maxBatch", resolved.maxBatch, 1);
+  count("maxConcurrent", resolved.maxConcurrent, 1);
   count("retries", resolved.retries, 0);
   return resolved;
 }

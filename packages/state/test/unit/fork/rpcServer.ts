@@ -25,18 +25,21 @@ interface Call {
   params: unknown[];
 }
 
-/** An upstream on 127.0.0.1 whose every answer `script` decides (n counts requests from 0). */
+/**
+ * An upstream on 127.0.0.1 whose every answer `script` decides (n counts requests from 0),
+ * at once or when its promise settles.
+ */
 export async function scriptedServer(
-  script: (body: unknown, n: number) => Reply,
+  script: (body: unknown, n: number) => Reply | Promise<Reply>,
 ): Promise<ScriptedServer> {
   const seen: SeenRequest[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
+    req.on("end", async () => {
       const body: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
       seen.push({ body, headers: req.headers });
-      const reply = script(body, seen.length - 1);
+      const reply = await script(body, seen.length - 1);
       if (reply === "stall") return;
       const text = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
       res.writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers });

@@ -24,7 +24,9 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-async function serve(script: (body: unknown, n: number) => Reply): Promise<ScriptedServer> {
+async function serve(
+  script: (body: unknown, n: number) => Reply | Promise<Reply>,
+): Promise<ScriptedServer> {
   const server = await scriptedServer(script);
   servers.push(server);
   return server;
@@ -499,6 +501,29 @@ describe("Upstream budget", () => {
     expect(clock.time.now).toBe(400);
     const sent = server.seen.map((s) => (s.body as { params: string[] }).params[0]);
     expect(sent).toEqual([1, 2, 3, 4, 5].map(address));
+  });
+
+  it("keeps at most maxConcurrent requests in flight", async () => {
+    const release: (() => void)[] = [];
+    const server = await serve(
+      (body) => new Promise<Reply>((resolve) => release.push(() => resolve(healthy()(body)))),
+    );
+    const upstream = client({ urls: [server.url], maxConcurrent: 2, maxBatch: 1 });
+    const calls = [1, 2, 3, 4, 5].map((n) =>
+      upstream.call("eth_getBalance", [address(n), "latest"]),
+    );
+    const seenSettles = async (n: number) => {
+      while (server.seen.length < n) await new Promise((r) => setTimeout(r, 2));
+      await new Promise((r) => setTimeout(r, 20)); // no more arrive meanwhile
+      expect(server.seen).toHaveLength(n);
+    };
+    await seenSettles(2);
+    release.shift()?.();
+    await seenSettles(3);
+    for (const free of release.splice(0)) free();
+    await seenSettles(5);
+    for (const free of release.splice(0)) free();
+    expect(await Promise.all(calls)).toEqual([1, 2, 3, 4, 5].map(balance));
   });
 
   it("lets a burst out at once after a quiet time, then spaces requests", async () => {
