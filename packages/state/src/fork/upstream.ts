@@ -299,12 +299,26 @@ export class Upstream {
         }
         const wait = this.#budget.reserve(this.#now());
         if (wait > 0) await this.#sleep(wait);
+        this.#holdPaused();
         const chunk = this.#takeChunk();
         if (chunk.length > 0) void this.#send(chunk);
       }
     } finally {
       this.#pumping = false;
     }
+  }
+
+  /** Takes out of the line the calls for URLs that asked to slow down since they joined it. */
+  #holdPaused(): void {
+    const now = this.#now();
+    if (!this.#urls.some((url) => url.pausedUntil > now)) return;
+    const keep: PendingCall[] = [];
+    for (const call of this.#queue) {
+      const url = this.#urls[call.url] as UrlState;
+      if (url.pausedUntil > now) this.#hold(url, call);
+      else keep.push(call);
+    }
+    this.#queue = keep;
   }
 
   /** The first call in line, with the calls behind it for the same URL up to a batch. */

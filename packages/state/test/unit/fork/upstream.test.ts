@@ -231,6 +231,34 @@ describe("Upstream rate limits and retries", () => {
     expect(lines).toHaveLength(1);
   });
 
+  it("holds the calls already in line for a URL once it answers 429", async () => {
+    const server = await serve((body, n) =>
+      n === 0 ? { status: 429, headers: { "retry-after": "2" }, body: "" } : healthy()(body),
+    );
+    const time = { now: 0 };
+    const waiting: { until: number; wake: () => void }[] = [];
+    const sleep = (ms: number) =>
+      new Promise<void>((wake) => waiting.push({ until: time.now + ms, wake }));
+    const upstream = client({
+      urls: [server.url],
+      maxConcurrent: 1,
+      maxBatch: 1,
+      now: () => time.now,
+      sleep,
+    });
+    const first = upstream.call("eth_blockNumber");
+    const second = upstream.call("eth_getBalance", [address(3), "latest"]); // waits for a slot
+    while (waiting.length < 2) await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(server.seen).toHaveLength(1);
+    expect(waiting.map((w) => w.until)).toEqual([2000, 2000]);
+
+    time.now = 2000;
+    for (const w of waiting.splice(0)) w.wake();
+    expect(await Promise.all([first, second])).toEqual(["0x10", balance(3)]);
+    expect(server.seen).toHaveLength(3);
+  });
+
   it("caps the wait Retry-After asks for", async () => {
     const server = await serve((body, n) =>
       n === 0 ? { status: 429, headers: { "retry-after": "3600" }, body: "" } : healthy()(body),
