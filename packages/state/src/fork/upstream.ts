@@ -381,7 +381,10 @@ export class Upstream {
         this.#refuseBatches(chunk, index, `HTTP ${status}`);
         return undefined;
       }
-      return { reason: `HTTP ${status}`, rateLimited: false, final: !transient && status < 500 };
+      // A 503 may say when to come back, too.
+      const retryAfterMs = transient ? parseRetryAfter(outcome.retryAfter) : undefined;
+      const final = !transient && status < 500;
+      return { reason: `HTTP ${status}`, rateLimited: false, retryAfterMs, final };
     }
     let json: unknown;
     try {

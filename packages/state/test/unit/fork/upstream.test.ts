@@ -259,6 +259,17 @@ describe("Upstream rate limits and retries", () => {
     expect(server.seen).toHaveLength(3);
   });
 
+  it("honours Retry-After of HTTP 503 too, as a plain retry", async () => {
+    const server = await serve((body, n) =>
+      n === 0 ? { status: 503, headers: { "retry-after": "4" }, body: "" } : healthy()(body),
+    );
+    const clock = virtualTime();
+    const upstream = client({ urls: [server.url], now: clock.now, sleep: clock.sleep });
+    expect(await upstream.call("eth_blockNumber")).toBe("0x10");
+    expect(clock.time.sleeps).toEqual([4000]);
+    expect(upstream.stats()).toMatchObject({ retries: 1, rateLimited: 0 });
+  });
+
   it("caps the wait Retry-After asks for", async () => {
     const server = await serve((body, n) =>
       n === 0 ? { status: 429, headers: { "retry-after": "3600" }, body: "" } : healthy()(body),
