@@ -4,7 +4,9 @@ import type { AddressInfo } from "node:net";
 /** What a scripted upstream does with one HTTP request. */
 export type Reply =
   | { readonly status?: number; readonly headers?: Record<string, string>; readonly body: unknown }
-  | "stall";
+  | "stall"
+  /** Headers and the start of a body, then nothing. */
+  | "stall-body";
 
 export interface SeenRequest {
   /** The parsed JSON body (a call or an array of calls). */
@@ -41,6 +43,11 @@ export async function scriptedServer(
       seen.push({ body, headers: req.headers });
       const reply = await script(body, seen.length - 1);
       if (reply === "stall") return;
+      if (reply === "stall-body") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write('{"jsonrpc":"2.0",');
+        return;
+      }
       const text = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
       res.writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers });
       res.end(text);

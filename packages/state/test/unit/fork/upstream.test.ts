@@ -403,6 +403,13 @@ describe("Upstream failover", () => {
     expect(stalled.seen).toHaveLength(1);
   });
 
+  it("times out an answer whose body stops coming", async () => {
+    const stalled = await serve(() => "stall-body");
+    const upstream = client({ urls: [stalled.url], timeoutMs: 50, retries: 0 });
+    const error = await rejection(upstream.call("eth_blockNumber"));
+    expect(error.message).toContain(`${stalled.url} (no answer within 50 ms; 1 attempt)`);
+  });
+
   it("rejects with STATE_UPSTREAM_UNAVAILABLE naming every URL tried, redacted, and its last reason", async () => {
     const refused = await closedPortUrl();
     const unavailable = await serve(() => ({ status: 503, body: "" }));
@@ -676,6 +683,12 @@ describe("Upstream inputs", () => {
         message: expect.stringContaining(message),
       }),
     );
+  });
+
+  it("refuses callAll without an array", async () => {
+    const upstream = client({ urls: ["http://127.0.0.1:1/"] });
+    const error = await rejection(upstream.callAll({} as never));
+    expect(error.code).toBe(StateErrorCode.UPSTREAM_INVALID_CALL);
   });
 
   it("refuses a call that cannot be sent, sending nothing", async () => {
