@@ -613,6 +613,15 @@ describe("Upstream budget", () => {
 });
 
 describe("Upstream close", () => {
+  /** A logger whose promise settles at the first line it gets: a backoff has begun. */
+  function backoffSeen() {
+    let seen = (): void => {};
+    const begun = new Promise<void>((resolve) => {
+      seen = resolve;
+    });
+    return { begun, logger: { warn: () => seen(), debug: () => seen() } };
+  }
+
   it("rejects calls in flight and waiting in a backoff with STATE_UPSTREAM_CLOSED", async () => {
     const stalled = await serve(() => "stall");
     const limited = await serve(() => ({
@@ -620,13 +629,13 @@ describe("Upstream close", () => {
       headers: { "retry-after": "60" },
       body: "",
     }));
+    const { begun, logger } = backoffSeen();
     const inFlight = new Upstream({ urls: [stalled.url], timeoutMs: 60_000 });
-    const backingOff = new Upstream({ urls: [limited.url] }); // real timers
+    const backingOff = new Upstream({ urls: [limited.url], logger }); // real timers
     const a = inFlight.call("eth_blockNumber");
     const b = backingOff.call("eth_blockNumber");
-    while (stalled.seen.length === 0 || limited.seen.length === 0)
-      await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 20)); // the 429 is read, the backoff begun
+    await begun;
+    while (stalled.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
     inFlight.close();
     backingOff.close();
     for (const promise of [a, b]) {
@@ -642,10 +651,10 @@ describe("Upstream close", () => {
   it("leaves no timer behind once closed", async () => {
     const failing = await serve(() => ({ status: 503, body: "" }));
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
-    const upstream = new Upstream({ urls: [failing.url], backoffMs: 60_000 }); // real timers
+    const { begun, logger } = backoffSeen();
+    const upstream = new Upstream({ urls: [failing.url], backoffMs: 60_000, logger }); // real timers
     const pending = upstream.call("eth_blockNumber").catch((err: unknown) => err);
-    while (failing.seen.length === 0) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 20)); // the 503 is read, the backoff begun
+    await begun;
     const backingOff = timers();
     upstream.close();
     expect(timers()).toBe(backingOff - 1);
