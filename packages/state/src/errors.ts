@@ -12,6 +12,16 @@ export const StateErrorCode = {
   INVALID_DUMP: "STATE_INVALID_DUMP",
   /** The database cannot be opened: in use by another process, no permission, damaged. */
   OPEN_FAILED: "STATE_OPEN_FAILED",
+  /** Every upstream URL of a fork failed for a call (transport, rate limit or bad answers). */
+  UPSTREAM_UNAVAILABLE: "STATE_UPSTREAM_UNAVAILABLE",
+  /** An upstream answered a call with a JSON-RPC error that is not a rate limit. */
+  UPSTREAM_ERROR: "STATE_UPSTREAM_ERROR",
+  /** The upstream client was closed before the call was answered. */
+  UPSTREAM_CLOSED: "STATE_UPSTREAM_CLOSED",
+  /** Options of the upstream client that cannot work (no URL, a bad URL, a rate of 0). */
+  UPSTREAM_INVALID_OPTIONS: "STATE_UPSTREAM_INVALID_OPTIONS",
+  /** A call that cannot be sent (no method name, parameters that are not JSON). */
+  UPSTREAM_INVALID_CALL: "STATE_UPSTREAM_INVALID_CALL",
 } as const;
 export type StateErrorCode = (typeof StateErrorCode)[keyof typeof StateErrorCode];
 

@@ -11,6 +11,21 @@ export {
 export { StorageMonitor, type StorageMonitorOptions } from "./db/storageMonitor.js";
 export { StateError, StateErrorCode } from "./errors.js";
 export { useFastRlp, usingFastRlp } from "./fastRlp.js";
+export { redactUrl } from "./fork/endpoint.js";
+export {
+  Upstream,
+  type UpstreamCall,
+  type UpstreamParams,
+  type UpstreamResult,
+  type UpstreamStats,
+  type UpstreamUrlStats,
+} from "./fork/upstream.js";
+export {
+  defaultUpstreamOptions,
+  type UpstreamDeps,
+  type UpstreamLogger,
+  type UpstreamOptions,
+} from "./fork/upstreamOptions.js";
 export {
   DEFAULT_TRIE_NODE_CACHE,
   NodeCache,
