@@ -83,6 +83,10 @@ const domainCodes: Readonly<Record<string, number>> = {
   // The disk, not the transaction: the same transaction is taken once writes land again.
   [TxPoolErrorCode.JOURNAL_WRITE_FAILED]: RPCErrorCode.RESOURCE_UNAVAILABLE,
   [StateErrorCode.STORAGE_UNAVAILABLE]: RPCErrorCode.RESOURCE_UNAVAILABLE,
+  // A fork's upstream: down (every endpoint tried) or refusing what the fork asked of it.
+  [StateErrorCode.UPSTREAM_UNAVAILABLE]: RPCErrorCode.RESOURCE_UNAVAILABLE,
+  [StateErrorCode.UPSTREAM_CLOSED]: RPCErrorCode.RESOURCE_UNAVAILABLE,
+  [StateErrorCode.UPSTREAM_ERROR]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.INVALID_TIMESTAMP]: RPCErrorCode.INVALID_PARAMS,
   [MinerErrorCode.INVALID_ARGUMENT]: RPCErrorCode.INVALID_PARAMS,
