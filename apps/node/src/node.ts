@@ -114,7 +114,8 @@ export function createNode(
         logger.child({ module: "storage" }),
       );
       await storage.start();
-      if (config.network.devAccounts) printDevAccounts();
+      // On an anchored chain they hold what the upstream's state gives them, not genesis funds.
+      if (config.network.devAccounts) printDevAccounts(!chain.firstBlock.anchored);
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
       core = createCore(config, chain, executor, logger, wallet);
       if (config.stateFile !== undefined)
@@ -382,11 +383,12 @@ function urlHost(host: string): string {
 }
 
 /** The development accounts and their keys, as Hardhat and Anvil print them. */
-function printDevAccounts(): void {
+function printDevAccounts(funded: boolean): void {
   const units = DEV_ACCOUNT_BALANCE / 10n ** 18n;
   const lines = ["", "Accounts", "========", ""];
   deriveDevAccounts().forEach((account, i) => {
-    lines.push(`Account #${i}: ${toChecksumAddress(account.address)} (${units} units)`);
+    const balance = funded ? ` (${units} units)` : "";
+    lines.push(`Account #${i}: ${toChecksumAddress(account.address)}${balance}`);
     lines.push(`Private Key: ${bytesToHex(account.privateKey)}`);
     lines.push("");
   });
