@@ -138,9 +138,7 @@ describe("a regtest node on an anchored chain", () => {
       gasLimit: string;
     };
     expect(next.parentHash).toBe(anchorHash);
-    expect((await rpc("eth_getBalance", [bytesToHex(bob!.address), "latest"])).result).toBe(
-      "0xf",
-    );
+    expect((await rpc("eth_getBalance", [bytesToHex(bob!.address), "latest"])).result).toBe("0xf");
     const fees = (await rpc("eth_feeHistory", ["0x400", "latest", []])).result as {
       oldestBlock: string;
       gasUsedRatio: number[];
@@ -152,9 +150,7 @@ describe("a regtest node on an anchored chain", () => {
 
     expect((await rpc("evm_revert", [snapshot])).result).toBe(true);
     expect((await rpc("eth_blockNumber")).result).toBe(hex(N));
-    expect((await rpc("eth_getBalance", [bytesToHex(bob!.address), "latest"])).result).toBe(
-      "0x0",
-    );
+    expect((await rpc("eth_getBalance", [bytesToHex(bob!.address), "latest"])).result).toBe("0x0");
     await rpc("evm_mine");
     expect((await rpc("eth_blockNumber")).result).toBe(hex(N + 1n));
     expect((await rpc("evm_reset")).error).toBeUndefined();
