@@ -1,6 +1,12 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { Chain, type ConsensusRules, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
+import {
+  Chain,
+  type ChainAnchor,
+  type ConsensusRules,
+  mergedMiningRules,
+  SYNTHETIC_SEALER,
+} from "@nodex/chain";
 import { EVM_HARDFORK, Executor, installedEvmVersion } from "@nodex/evm";
 import { Database } from "@nodex/state";
 import type { Logger } from "@nodex/types";
@@ -19,8 +25,14 @@ export interface OpenedChain {
 /**
  * Opens (creating when new) the database under the datadir and the chain in it, with the
  * network's consensus rules. The node and the chain-file commands open the chain this way.
+ * `anchor`: the block of an upstream network a new chain starts on instead of genesis (a fork
+ * of that network); a datadir whose chain starts elsewhere is refused (`CHAIN_OTHER_CHAIN`).
  */
-export async function openChain(config: NodeConfig, logger: Logger): Promise<OpenedChain> {
+export async function openChain(
+  config: NodeConfig,
+  logger: Logger,
+  anchor?: ChainAnchor,
+): Promise<OpenedChain> {
   await mkdir(config.datadir, { recursive: true });
   // Worker threads serving heavy requests open the same database (see heavyPool.ts).
   const db = await Database.open(join(config.datadir, "db"), {
@@ -63,6 +75,7 @@ export async function openChain(config: NodeConfig, logger: Logger): Promise<Ope
       trieNodeCache: config.caches.trieNodes,
       rules,
       ...(config.network.devAccounts ? { sealer: SYNTHETIC_SEALER } : {}),
+      ...(anchor === undefined ? {} : { anchor }),
     });
     // The transactions of blocks that left the chain print their lines again when they run again.
     if (printer !== undefined)

@@ -17,7 +17,7 @@ export type {
 } from "./config.js";
 export { helpText, parseCommandLine, UsageError } from "./config.js";
 export { createLogger, type LoggerOptions, type LogSink } from "./logger.js";
-export { createNode, type NodexNode } from "./node.js";
+export { createNode, type NodeStartOptions, type NodexNode } from "./node.js";
 export {
   COMMAND_FLAGS,
   COMMANDS,

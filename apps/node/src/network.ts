@@ -29,6 +29,7 @@ export async function createNetwork(
       getHeaderByHash: async (hash: Uint8Array) =>
         pending.get(bytesToHex(hash)) ?? (await chain.getHeaderByHash(hash)),
       getCanonicalHash: (number: bigint) => chain.getCanonicalHash(number),
+      firstBlock: chain.firstBlock,
     };
     let hfmm: Uint8Array;
     try {

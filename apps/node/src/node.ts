@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { DEV_ACCOUNT_BALANCE } from "@nodex/chain";
+import { type ChainAnchor, DEV_ACCOUNT_BALANCE } from "@nodex/chain";
 import type { P2PService } from "@nodex/p2p";
 import {
   createMetricsServer,
@@ -53,8 +53,21 @@ export interface NodexNode {
   stop(): Promise<void>;
 }
 
+/** What a node is started with beside its config. */
+export interface NodeStartOptions {
+  /**
+   * The block of an upstream network the chain starts on instead of genesis, for a new
+   * datadir (a fork of that network); a datadir made on another is refused.
+   */
+  readonly anchor?: ChainAnchor;
+}
+
 /** Wires the packages of one node from its config. */
-export function createNode(config: NodeConfig, logger: Logger): NodexNode {
+export function createNode(
+  config: NodeConfig,
+  logger: Logger,
+  opts: NodeStartOptions = {},
+): NodexNode {
   let db: Database | undefined;
   let rpc: RPCServer | undefined;
   let stopping: Promise<void> | undefined;
@@ -90,7 +103,7 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         datadir: config.datadir,
       });
       startSignatureRecovery(config, logger);
-      const opened = await openChain(config, logger);
+      const opened = await openChain(config, logger, opts.anchor);
       db = opened.db;
       const { chain, executor, rules } = opened;
       // Free space below the minimum, or a failed write: the node refuses what needs a write
@@ -101,7 +114,8 @@ export function createNode(config: NodeConfig, logger: Logger): NodexNode {
         logger.child({ module: "storage" }),
       );
       await storage.start();
-      if (config.network.devAccounts) printDevAccounts();
+      // On an anchored chain they hold what the upstream's state gives them, not genesis funds.
+      if (config.network.devAccounts) printDevAccounts(!chain.firstBlock.anchored);
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
       core = createCore(config, chain, executor, logger, wallet);
       if (config.stateFile !== undefined)
@@ -369,11 +383,12 @@ function urlHost(host: string): string {
 }
 
 /** The development accounts and their keys, as Hardhat and Anvil print them. */
-function printDevAccounts(): void {
+function printDevAccounts(funded: boolean): void {
   const units = DEV_ACCOUNT_BALANCE / 10n ** 18n;
   const lines = ["", "Accounts", "========", ""];
   deriveDevAccounts().forEach((account, i) => {
-    lines.push(`Account #${i}: ${toChecksumAddress(account.address)} (${units} units)`);
+    const balance = funded ? ` (${units} units)` : "";
+    lines.push(`Account #${i}: ${toChecksumAddress(account.address)}${balance}`);
     lines.push(`Private Key: ${bytesToHex(account.privateKey)}`);
     lines.push("");
   });

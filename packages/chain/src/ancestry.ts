@@ -21,6 +21,11 @@ const EMPTY_BITCOIN_HEADER = new Uint8Array(80);
 export interface HeaderSource {
   getHeaderByHash(hash: Uint8Array): Promise<BlockHeader | undefined>;
   getCanonicalHash(number: bigint): Promise<Uint8Array | undefined>;
+  /**
+   * The chain's first block (`Chain.firstBlock`): ancestors below it (an anchored chain's
+   * upstream's) count as blocks without a proof and without uncles. Genesis when absent.
+   */
+  readonly firstBlock?: { readonly number: bigint };
 }
 
 /**
@@ -82,14 +87,27 @@ export async function hashForMergedMining(
       `parent of block ${header.number} is not known: no fork-detection data`,
     );
   }
-  const uncleCounts = await recentUncleCounts(source, header.parentHash, parent, memo);
+  const first = source.firstBlock?.number ?? 0n;
+  const uncleCounts = await recentUncleCounts(source, header.parentHash, parent, first, memo);
   const heights = cpvHeights(header.number);
+  if (heights[0]! < first) {
+    // Every checkpoint is below an anchor: none has a proof here.
+    const cpv = cpvBytes(heights.map(() => EMPTY_BITCOIN_HEADER));
+    return withForkDetectionData(
+      base,
+      forkDetectionData({ cpv, uncleCounts, height: header.number }),
+    );
+  }
   const top = await ancestorAt(source, header.parentHash, parent, heights[0]!);
   const topKey = bytesToHex(top.hash);
   let cpv = memo?.cpv(topKey);
   if (cpv === undefined) {
     const cpvBitcoinHeaders: Uint8Array[] = [];
     for (const height of heights) {
+      if (height < first) {
+        cpvBitcoinHeaders.push(EMPTY_BITCOIN_HEADER);
+        continue;
+      }
       const at = await ancestorAt(source, top.hash, undefined, height);
       // A block without a proof (one built with rules that check none) counts as a Bitcoin
       // header of zeros, the same on every node.
@@ -108,12 +126,13 @@ export async function hashForMergedMining(
 /**
  * The uncle counts of `header` (hash `hash`) and its ancestors, newest first: the
  * `FORK_DETECTION_UNCLE_WINDOW` blocks before the one being hashed (callers are past block 449,
- * so there are always that many).
+ * so there are always that many; those below the chain's first block, `first`, count none).
  */
 async function recentUncleCounts(
   source: HeaderSource,
   hash: Uint8Array,
   header: BlockHeader,
+  first: bigint,
   memo: AncestryMemo | undefined,
 ): Promise<readonly number[]> {
   const key = bytesToHex(hash);
@@ -127,13 +146,12 @@ async function recentUncleCounts(
     for (let i = 0; i < n; i++) next.push(older[i]!);
     counts = next;
   } else {
-    const ancestors = await ancestorHeaders(
-      source,
-      hash,
-      header,
-      header.number + 1n - BigInt(FORK_DETECTION_UNCLE_WINDOW),
-    );
-    counts = ancestors.slice(0, FORK_DETECTION_UNCLE_WINDOW).map((h) => h.uncleCount);
+    const down = header.number + 1n - BigInt(FORK_DETECTION_UNCLE_WINDOW);
+    const ancestors = await ancestorHeaders(source, hash, header, down, first);
+    const list = ancestors.slice(0, FORK_DETECTION_UNCLE_WINDOW).map((h) => h.uncleCount);
+    if (down < first && ancestors[ancestors.length - 1]?.number === first)
+      while (list.length < FORK_DETECTION_UNCLE_WINDOW) list.push(0);
+    counts = list;
   }
   memo?.setUncleCounts(key, counts);
   return counts;
@@ -153,19 +171,23 @@ export async function hashForMergedMiningOrEmpty(
   }
 }
 
-/** Headers from `header` (hash `hash`) back to height `down` (not below 1), newest first. */
+/**
+ * Headers from `header` (hash `hash`) back to height `down` (not below 1, nor below the chain's
+ * first block `first`), newest first.
+ */
 async function ancestorHeaders(
   source: HeaderSource,
   hash: Uint8Array,
   header: BlockHeader,
   down: bigint,
+  first: bigint,
 ): Promise<BlockHeader[]> {
   const out: BlockHeader[] = [];
   let current: BlockHeader | undefined = header;
   let currentHash = hash;
   while (current !== undefined && current.number >= (down < 1n ? 1n : down)) {
     out.push(current);
-    if (current.number === 0n) break;
+    if (current.number <= first) break;
     currentHash = current.parentHash;
     current = await source.getHeaderByHash(currentHash);
   }

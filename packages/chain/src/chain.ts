@@ -67,6 +67,13 @@ import {
 } from "./validation.js";
 
 const HEAD_KEY = new TextEncoder().encode("head");
+/**
+ * The hash of the chain's first block when it is an anchor (see `ChainAnchor`); absent for a
+ * chain that starts at its network's genesis.
+ */
+const FIRST_BLOCK_KEY = new TextEncoder().encode("firstBlock");
+/** Fork-detection data holds heights up to 2^32 − 1: the last block a chain can make. */
+const MAX_ANCHOR_NUMBER = 0xfffffffen;
 /** The development networks' edits of state (see `Chain.editHeadState`): 64-byte pairs of roots. */
 const STATE_EDITS_KEY = new TextEncoder().encode("stateEdits");
 
@@ -154,6 +161,29 @@ export interface BlockSealer {
 /** Leaves the merged-mining fields empty (with rules that check no proof of work). */
 export const UNSEALED: BlockSealer = { seal: async (header) => header };
 
+/**
+ * Block N of another chain (an upstream network) that a new chain starts on instead of its
+ * network's genesis (a fork of that network for development). The header is kept as given: for
+ * a Nodex upstream it is the upstream's real header, so that its hash is the upstream's; for
+ * other EVM nodes the caller synthesizes one (its number, parent hash, state root, timestamp,
+ * gas limit, difficulty and minimum gas price are what the next blocks follow). The anchor is
+ * stored without transactions, uncles or receipts, and nothing of its state is written or read
+ * when it is: its state root's nodes come later, from whoever provides the upstream's state.
+ */
+export interface ChainAnchor {
+  readonly header: BlockHeader;
+  /** The total difficulty of the chain up to the anchor; the anchor's difficulty when absent. */
+  readonly totalDifficulty?: bigint;
+}
+
+/** The first block of a chain: its network's genesis (number 0), or its anchor. */
+export interface FirstBlock {
+  readonly number: bigint;
+  readonly hash: Uint8Array;
+  /** Whether the chain starts at an anchor (`ChainAnchor`) rather than at genesis. */
+  readonly anchored: boolean;
+}
+
 export interface ChainDeps {
   readonly db: Database;
   readonly executor: Executor;
@@ -171,6 +201,11 @@ export interface ChainDeps {
   readonly caches?: Partial<ChainCacheSizes>;
   /** Trie nodes kept in memory, shared by every state the chain opens (50,000 by default). */
   readonly trieNodeCache?: number;
+  /**
+   * Where a new database's chain starts instead of genesis (see `ChainAnchor`). A database
+   * that holds a chain opens only with the anchor it was made with (none for a genesis chain).
+   */
+  readonly anchor?: ChainAnchor;
 }
 
 /**
@@ -204,6 +239,8 @@ export class Chain {
   #writing: Promise<void> | undefined;
   /** See `stateEdits()`. */
   #stateEdits: StateEdits = new Map();
+  /** See `firstBlock`. */
+  #first: FirstBlock = { number: 0n, hash: new Uint8Array(32), anchored: false };
 
   private constructor(
     network: NetworkPreset,
@@ -228,15 +265,35 @@ export class Chain {
     this.#head = head;
   }
 
-  /** Opens the chain in `db`, writing genesis when the database is new. */
+  /**
+   * Opens the chain in `db`, writing genesis (or `deps.anchor`) when the database is new.
+   * Throws `ChainError` `OTHER_CHAIN` when the database holds a chain that starts elsewhere
+   * (another anchor, or genesis where an anchor is given, or the reverse).
+   */
   static async open(network: NetworkPreset, deps: ChainDeps): Promise<Chain> {
+    const anchor = deps.anchor === undefined ? undefined : checkAnchor(deps.anchor);
     const headHash = await deps.db.get(Bucket.META, HEAD_KEY);
     if (headHash === undefined) {
-      const head = await writeGenesis(network, deps.db);
-      deps.logger.info("Wrote genesis", { network: network.name, hash: bytesToHex(head.hash) });
-      return new Chain(network, deps, head);
+      const head =
+        anchor === undefined
+          ? await writeGenesis(network, deps.db)
+          : await writeAnchor(anchor, deps.db);
+      const chain = new Chain(network, deps, head);
+      chain.#first = {
+        number: head.block.header.number,
+        hash: head.hash,
+        anchored: anchor !== undefined,
+      };
+      deps.logger.info(anchor === undefined ? "Wrote genesis" : "Wrote the anchor block", {
+        network: network.name,
+        number: head.block.header.number,
+        hash: bytesToHex(head.hash),
+      });
+      return chain;
     }
     const chain = new Chain(network, deps, undefined as unknown as StoredBlock);
+    await chain.#readFirstBlock();
+    checkSameStart(chain.#first, anchor);
     const head = await chain.#store.getBlockByHash(headHash);
     if (head === undefined) {
       throw new ChainError(
@@ -246,19 +303,44 @@ export class Chain {
     }
     chain.#head = head;
     chain.#stateEdits = decodeStateEdits(await deps.db.get(Bucket.META, STATE_EDITS_KEY));
-    try {
-      await WorldState.open(new NodeStore(deps.db), chain.stateRootOf(head.block.header));
-    } catch {
-      throw new ChainError(
-        ChainErrorCode.STATE_MISSING,
-        `state of head block ${head.block.header.number} is missing`,
-      );
+    // The anchor's state comes from its upstream, node by node: none of it need be here.
+    if (!chain.#isAnchor(head.block.header)) {
+      try {
+        await WorldState.open(new NodeStore(deps.db), chain.stateRootOf(head.block.header));
+      } catch {
+        throw new ChainError(
+          ChainErrorCode.STATE_MISSING,
+          `state of head block ${head.block.header.number} is missing`,
+        );
+      }
     }
     deps.logger.info("Opened chain", {
       head: head.block.header.number,
       hash: bytesToHex(head.hash),
+      ...(chain.#first.anchored ? { anchor: chain.#first.number } : {}),
     });
     return chain;
+  }
+
+  /** Reads which block the chain in the database starts at. */
+  async #readFirstBlock(): Promise<void> {
+    const anchorHash = await this.#db.get(Bucket.META, FIRST_BLOCK_KEY);
+    if (anchorHash === undefined) {
+      this.#first = {
+        number: 0n,
+        hash: (await this.#store.getCanonicalHash(0n)) ?? new Uint8Array(32),
+        anchored: false,
+      };
+      return;
+    }
+    const header = await this.#store.getHeaderByHash(anchorHash);
+    if (header === undefined) {
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `the chain's first block ${bytesToHex(anchorHash)} is missing from the database`,
+      );
+    }
+    this.#first = { number: header.number, hash: anchorHash, anchored: true };
   }
 
   /**
@@ -274,6 +356,7 @@ export class Chain {
     if (head === undefined) {
       throw new ChainError(ChainErrorCode.CORRUPT, "the database holds no chain to read");
     }
+    await chain.#readFirstBlock();
     chain.#head = head;
     chain.#stateEdits = decodeStateEdits(await deps.db.get(Bucket.META, STATE_EDITS_KEY));
     return chain;
@@ -304,6 +387,20 @@ export class Chain {
 
   get head(): StoredBlock {
     return this.#head;
+  }
+
+  /**
+   * The block the chain starts at: genesis, or the anchor it was made on. Blocks numbered
+   * below it are not this chain's (an anchored chain's are its upstream's): nothing reads,
+   * rewinds or reorganizes below it.
+   */
+  get firstBlock(): FirstBlock {
+    return this.#first;
+  }
+
+  /** Whether `header` is the anchor of an anchored chain (whose state need not be here). */
+  #isAnchor(header: BlockHeader): boolean {
+    return this.#first.anchored && header.number === this.#first.number;
   }
 
   /**
@@ -347,7 +444,7 @@ export class Chain {
   }
 
   async getCanonicalHash(number: bigint): Promise<Uint8Array | undefined> {
-    if (number < 0n || number > this.#head.block.header.number) return undefined;
+    if (number < this.#first.number || number > this.#head.block.header.number) return undefined;
     return this.#store.getCanonicalHash(number);
   }
 
@@ -404,6 +501,8 @@ export class Chain {
     const window = this.#stateWindow;
     if (window === undefined || header.number + BigInt(window) > this.#head.block.header.number)
       return;
+    // Pruning keeps whatever of the anchor's state is here; its upstream has the rest.
+    if (this.#isAnchor(header)) return;
     throw new ChainError(
       ChainErrorCode.STATE_MISSING,
       `state of block ${header.number} is pruned: this node keeps the state of the last ${window} blocks (archive mode keeps all)`,
@@ -558,8 +657,15 @@ export class Chain {
    */
   ancestorHashes(parent: BlockHeader): (number: bigint) => Promise<Uint8Array | undefined> {
     let parentHash: Uint8Array | undefined;
+    const first = this.#first;
     return async (number) => {
       if (number < 0n || number > parent.number) return undefined;
+      // Below an anchor: its parent's hash is in its header; older ones are the upstream's.
+      if (number < first.number) {
+        if (number + 1n !== first.number) return undefined;
+        const anchor = await this.#store.getHeaderByHash(first.hash);
+        return anchor?.parentHash;
+      }
       parentHash ??= headerHash(parent);
       if (number === parent.number) return parentHash;
       const canonical = await this.#store.getCanonicalHash(parent.number);
@@ -683,7 +789,7 @@ export class Chain {
     const out: StoredBlock[] = [parent];
     while (out.length < count) {
       const last = out[out.length - 1]!;
-      if (last.block.header.number === 0n) break;
+      if (last.block.header.number <= this.#first.number) break;
       const next = await this.#store.getBlockByHash(last.block.header.parentHash);
       if (next === undefined) break;
       out.push(next);
@@ -868,10 +974,18 @@ export class Chain {
   }
 
   async #rewindTo(number: bigint, edits: StateEdits = new Map()): Promise<StoredBlock> {
+    const first = this.#first;
+    if (number < first.number) {
+      throw new ChainError(
+        ChainErrorCode.NOT_FOUND,
+        `block ${number} is before the chain's first block ${first.number}${first.anchored ? " (its anchor)" : ""}: the chain cannot go back past it`,
+        { number, firstBlock: first.number },
+      );
+    }
     const target = await this.getBlockByNumber(number);
     if (target === undefined)
       throw new ChainError(ChainErrorCode.NOT_FOUND, `no block ${number} on the chain`);
-    await this.stateAt(target.block.header);
+    if (!this.#isAnchor(target.block.header)) await this.stateAt(target.block.header);
     const head = this.#head.block.header.number;
     const removed: StoredBlock[] = [];
     for (let n = number + 1n; n <= head; n++) {
@@ -923,7 +1037,7 @@ export class Chain {
     ];
     let plan: SwitchPlan | undefined;
     if (isHeavier(stored, this.#head)) {
-      plan = await switchPlan(this, this.#head, stored);
+      plan = await switchPlan(this, this.#head, stored, this.#first.number);
       for (const old of plan.removed) ops.push(...canonicalDeletes(old, false));
       for (const n of plan.removedNumbers)
         ops.push({ type: "del", bucket: Bucket.CANONICAL, key: numberKey(n) });
@@ -965,9 +1079,15 @@ export class Chain {
   /** Deletes the state of blocks older than the window. */
   async #prune(window: number): Promise<void> {
     const head = this.#head.block.header.number;
-    const first = head - BigInt(window) + 1n;
+    const from = head - BigInt(window) + 1n;
+    const first = from < this.#first.number ? this.#first.number : from;
     const roots: Uint8Array[] = [];
-    for (let n = first < 0n ? 0n : first; n <= head; n++) {
+    // What was fetched of an anchor's state from its upstream stays: fetching it again is slow.
+    if (this.#first.anchored && first > this.#first.number) {
+      const anchor = await this.#store.getHeaderByHash(this.#first.hash);
+      if (anchor !== undefined) roots.push(anchor.stateRoot);
+    }
+    for (let n = first; n <= head; n++) {
       const block = await this.getBlockByNumber(n);
       if (block === undefined) continue;
       roots.push(block.block.header.stateRoot);
@@ -978,7 +1098,7 @@ export class Chain {
     try {
       const { live, deleted } = await pruneTrieNodes(this.#db, roots, this.#nodes);
       this.#log.info("Pruned old state", {
-        keptFrom: first < 0n ? 0n : first,
+        keptFrom: first,
         head,
         liveNodes: live,
         deletedNodes: deleted,
@@ -1016,5 +1136,74 @@ async function writeGenesis(network: NetworkPreset, db: Database): Promise<Store
     { type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash },
   ]);
   store.confirmWrites();
+  return stored;
+}
+
+/** `anchor` checked, with its total difficulty; `ChainError` `INVALID_BLOCK` saying what is wrong. */
+function checkAnchor(anchor: ChainAnchor): Required<ChainAnchor> {
+  const { header } = anchor;
+  const bad = (why: string) =>
+    new ChainError(ChainErrorCode.INVALID_BLOCK, `the anchor block is not usable: ${why}`);
+  if (header.number < 0n || header.number > MAX_ANCHOR_NUMBER)
+    throw bad(`number ${header.number} is not within 0 to ${MAX_ANCHOR_NUMBER}`);
+  for (const [name, bytes] of [
+    ["parent hash", header.parentHash],
+    ["state root", header.stateRoot],
+  ] as const) {
+    if (bytes.length !== 32) throw bad(`${name} has ${bytes.length} bytes, not 32`);
+  }
+  if (header.number === 0n && !equalBytes(header.parentHash, new Uint8Array(32)))
+    throw bad("block 0 has a parent hash that is not zero");
+  if (header.difficulty < 0n) throw bad(`difficulty ${header.difficulty} is negative`);
+  if (header.gasLimit <= 0n) throw bad(`gas limit ${header.gasLimit} is not positive`);
+  if (header.timestamp < 0n) throw bad(`timestamp ${header.timestamp} is negative`);
+  if (header.minimumGasPrice < 0n)
+    throw bad(`minimum gas price ${header.minimumGasPrice} is negative`);
+  const totalDifficulty = anchor.totalDifficulty ?? header.difficulty;
+  if (totalDifficulty < header.difficulty)
+    throw bad(`total difficulty ${totalDifficulty} is below its difficulty ${header.difficulty}`);
+  return { header, totalDifficulty };
+}
+
+/**
+ * Throws `ChainError` `OTHER_CHAIN` unless the chain in the database starts where the node
+ * asks it to: at `anchor`, or at genesis when there is none.
+ */
+function checkSameStart(first: FirstBlock, anchor: Required<ChainAnchor> | undefined): void {
+  const stored = first.anchored
+    ? `a chain anchored at block ${first.number} ${bytesToHex(first.hash)}`
+    : "a chain that starts at genesis";
+  if (anchor === undefined) {
+    if (!first.anchored) return;
+    throw new ChainError(
+      ChainErrorCode.OTHER_CHAIN,
+      `the datadir holds ${stored}, not this network's genesis chain: use another datadir, or open it with that anchor`,
+      { firstBlock: first.number, firstHash: bytesToHex(first.hash) },
+    );
+  }
+  const hash = headerHash(anchor.header);
+  if (first.anchored && equalBytes(hash, first.hash)) return;
+  throw new ChainError(
+    ChainErrorCode.OTHER_CHAIN,
+    `the datadir holds ${stored}, not one anchored at block ${anchor.header.number} ${bytesToHex(hash)}: ${first.anchored ? "another fork point" : "another chain"}; use another datadir`,
+    { firstBlock: first.number, firstHash: bytesToHex(first.hash) },
+  );
+}
+
+/**
+ * Writes `anchor` as the first block of a new chain: canonical, the head, with no
+ * transactions, uncles or receipts, and no state (its root's nodes come from its upstream).
+ */
+async function writeAnchor(anchor: Required<ChainAnchor>, db: Database): Promise<StoredBlock> {
+  const { header, totalDifficulty } = anchor;
+  const block: Block = { header, transactions: [], uncles: [] };
+  const hash = headerHash(header);
+  const stored = { block, hash, totalDifficulty };
+  await db.write([
+    ...blockWrites(block, hash, totalDifficulty, []),
+    ...canonicalWrites(stored),
+    { type: "put", bucket: Bucket.META, key: FIRST_BLOCK_KEY, value: hash },
+    { type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash },
+  ]);
   return stored;
 }

@@ -5,6 +5,11 @@ export const ChainErrorCode = {
   CORRUPT: "CHAIN_CORRUPT",
   INVALID_BLOCK: "CHAIN_INVALID_BLOCK",
   NOT_FOUND: "CHAIN_NOT_FOUND",
+  /**
+   * The database holds a chain that starts elsewhere: at another anchor, at genesis where an
+   * anchor is asked for, or at an anchor where genesis is.
+   */
+  OTHER_CHAIN: "CHAIN_OTHER_CHAIN",
   /** What the network does not allow: editing state outside a block on a public network. */
   NOT_SUPPORTED: "CHAIN_NOT_SUPPORTED",
   /** A block a reader asked for by selector or hash is not in the chain (answered as -32602). */

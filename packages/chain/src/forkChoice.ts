@@ -44,18 +44,21 @@ export function isHeavier(candidate: StoredBlock, head: StoredBlock): boolean {
 /**
  * What changes in the canonical chain when `tip` replaces `head`: the blocks from the common
  * ancestor up to `tip` join it (in order); numbers above `tip` that the old chain had leave it,
- * with the blocks they held, and so do the old blocks the new branch replaces.
+ * with the blocks they held, and so do the old blocks the new branch replaces. The walk stops at
+ * `firstNumber`, the chain's first block.
  */
 export async function switchPlan(
   source: CanonicalSource,
   head: StoredBlock,
   tip: StoredBlock,
+  firstNumber = 0n,
 ): Promise<SwitchPlan> {
   const added: StoredBlock[] = [tip];
   let cursor = tip;
   for (;;) {
     const n = cursor.block.header.number - 1n;
-    if (n < 0n) break;
+    // The first block (genesis or an anchor) is on every branch.
+    if (n < firstNumber) break;
     const parent = await source.getBlockByHash(cursor.block.header.parentHash);
     if (parent === undefined)
       throw new ChainError(ChainErrorCode.CORRUPT, `missing ancestor at ${n}`);

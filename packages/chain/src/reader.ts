@@ -205,6 +205,20 @@ export class ChainReader {
     return this.chain.head;
   }
 
+  /**
+   * The number of the chain's first block (genesis, or an anchor: `Chain.firstBlock`). A block
+   * numbered below it resolves to `null` as one after the head does; this tells the two apart
+   * (an anchored chain's older blocks are its upstream's).
+   */
+  get firstNumber(): bigint {
+    return this.chain.firstBlock.number;
+  }
+
+  /** Whether block `number` is before the chain's first block (not this chain's to answer). */
+  isBeforeFirst(number: bigint): boolean {
+    return number < this.chain.firstBlock.number;
+  }
+
   /** The block a selector names, or `null` when there is none. */
   async resolve(selector: BlockSelector): Promise<StoredBlock | null> {
     switch (selector.kind) {
@@ -231,7 +245,8 @@ export class ChainReader {
           case BlockTag.PENDING:
             return this.#pending === undefined ? this.chain.head : this.#pending.pendingBlock();
           case BlockTag.EARLIEST:
-            return (await this.chain.getBlockByNumber(0n)) ?? null;
+            // The chain's first block: genesis, or the anchor of an anchored chain.
+            return (await this.chain.getBlockByNumber(this.chain.firstBlock.number)) ?? null;
           case BlockTag.SAFE:
             return this.#confirmed(this.chain.network.safeDepth);
           case BlockTag.FINALIZED:
@@ -240,10 +255,11 @@ export class ChainReader {
     }
   }
 
-  /** The canonical block `depth` blocks below the head (genesis on a shorter chain). */
+  /** The canonical block `depth` blocks below the head (the first block on a shorter chain). */
   async #confirmed(depth: bigint): Promise<StoredBlock | null> {
     const head = this.chain.head.block.header.number;
-    const number = head > depth ? head - depth : 0n;
+    const first = this.chain.firstBlock.number;
+    const number = head - depth > first ? head - depth : first;
     return (await this.chain.getBlockByNumber(number)) ?? null;
   }
 
@@ -468,8 +484,11 @@ export class ChainReader {
       return found;
     }
     const head = this.chain.head.block.header.number;
-    const from = await this.#rangeEnd(query.range.from, head);
+    const asked = await this.#rangeEnd(query.range.from, head);
     const to = await this.#rangeEnd(query.range.to, head);
+    // Blocks below the chain's first (an anchored chain's upstream's) hold no logs of its own.
+    const firstNumber = this.chain.firstBlock.number;
+    const from = asked < firstNumber && to >= firstNumber ? firstNumber : asked;
     if (from > to) {
       throw new ChainError(
         ChainErrorCode.INVALID_RANGE,
@@ -483,6 +502,7 @@ export class ChainReader {
         { from, head },
       );
     }
+    if (to < firstNumber) return found;
     const range = this.#logsUncappedRange;
     const cap = this.#logsCap;
     const capped = to - from + 1n > range;
@@ -714,7 +734,7 @@ export class ChainReader {
     for (let i = 0; i < window && header !== undefined; i++) {
       const height = coinbaseHeight(header.bitcoinMergedMiningCoinbaseTransaction);
       if (height !== undefined && height > best) best = height;
-      if (header.number === 0n) break;
+      if (header.number <= this.chain.firstBlock.number) break;
       header = await this.chain.getHeaderByHash(header.parentHash);
     }
     return best;

@@ -300,8 +300,10 @@ export class MinerServer {
    */
   async netHashrate(blocks = 64n): Promise<bigint> {
     const head = this.#chain.head.block.header;
-    if (head.number === 0n) return 0n;
-    const first = head.number > blocks ? head.number - blocks : 0n;
+    // Only the blocks after the chain's first (genesis or an anchor) were mined here.
+    const start = this.#chain.firstBlock.number;
+    if (head.number === start) return 0n;
+    const first = head.number - blocks > start ? head.number - blocks : start;
     let work = 0n;
     let oldest = head;
     for (let n = head.number; n > first; n--) {
@@ -311,11 +313,17 @@ export class MinerServer {
       work += header.difficulty;
       oldest = header;
     }
-    const start = await this.#chain.getCanonicalHash(oldest.number - 1n);
-    const before = start === undefined ? undefined : await this.#chain.getHeaderByHash(start);
-    // A genesis with timestamp 0 (every preset's) says nothing of when mining started: the span
-    // then runs from the oldest mined block, whose own work went before that time.
-    if (before === undefined || (before.number === 0n && before.timestamp === 0n)) {
+    const beforeHash = await this.#chain.getCanonicalHash(oldest.number - 1n);
+    const before =
+      beforeHash === undefined ? undefined : await this.#chain.getHeaderByHash(beforeHash);
+    // A genesis with timestamp 0 (every preset's) says nothing of when mining started, nor does
+    // an anchor (mined elsewhere): the span then runs from the oldest mined block, whose own
+    // work went before that time.
+    if (
+      before === undefined ||
+      (before.number === 0n && before.timestamp === 0n) ||
+      (this.#chain.firstBlock.anchored && before.number === start)
+    ) {
       work -= oldest.difficulty;
       const seconds = head.timestamp - oldest.timestamp;
       return seconds > 0n ? work / seconds : 0n;

@@ -397,10 +397,13 @@ export class BlockProducer implements PendingSource {
     return true;
   }
 
-  /** `evm_reset`: back to genesis, nothing waiting, no snapshots, the real clock. */
+  /**
+   * `evm_reset`: back to the chain's first block (genesis, or the anchor of an anchored chain),
+   * nothing waiting, no snapshots, the real clock.
+   */
   async reset(): Promise<void> {
     this.#snapshots.clear();
-    await this.#chain.rewindTo(0n);
+    await this.#chain.rewindTo(this.#chain.firstBlock.number);
     await this.#admission.replaceAll([]);
     this.#timeOffset = 0n;
     this.#nextTimestamp = undefined;

@@ -13,6 +13,10 @@ export interface ChainHead {
 
 /** What the network serves to peers and tells them in the handshake: reads only. */
 export interface ChainSource {
+  /**
+   * The chain's first block, which peers must share (the handshake's genesis hash): genesis,
+   * or the anchor of an anchored chain.
+   */
   readonly genesisHash: Uint8Array;
   head(): ChainHead;
   /** The canonical header at `number`. */
@@ -34,8 +38,8 @@ export function chainHead(chain: Chain): ChainHead {
 
 /** A `ChainSource` over a `Chain`: its head, its canonical index and its block store. */
 export async function chainSourceOf(chain: Chain): Promise<ChainSource> {
-  const genesisHash = await chain.getCanonicalHash(0n);
-  if (genesisHash === undefined) throw new Error("the chain has no genesis block");
+  const genesisHash = await chain.getCanonicalHash(chain.firstBlock.number);
+  if (genesisHash === undefined) throw new Error("the chain has no first block");
   return {
     genesisHash,
     head: () => chainHead(chain),

@@ -152,6 +152,7 @@ export class P2PService {
       network,
       {
         head: () => chainHead(chain),
+        firstNumber: chain.firstBlock.number,
         canonicalHash: (number) => chain.getCanonicalHash(number),
         checkSeal: deps.checkSeal,
         importBlock: (block) => chain.importBlock(block),

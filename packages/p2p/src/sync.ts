@@ -22,6 +22,11 @@ import type { Status } from "./status.js";
 /** The local chain as sync sees it. */
 export interface SyncChain {
   head(): ChainHead;
+  /**
+   * The number of the chain's first block (genesis, or an anchor), shared by every peer the
+   * handshake lets in; 0 when absent.
+   */
+  readonly firstNumber?: bigint;
   canonicalHash(number: bigint): Promise<Uint8Array | undefined>;
   /**
    * Why `header` carries no valid proof of work and merged-mining proof, or `undefined`.
@@ -276,17 +281,19 @@ export class Synchronizer {
 
   /**
    * The highest block number both chains share: steps back from the lower of the two heads,
-   * doubling the step, then bisects. Genesis is shared by every peer the handshake lets in.
+   * doubling the step, then bisects. The first block (genesis, or an anchor) is shared by every
+   * peer the handshake lets in.
    */
   async #commonAncestor(peer: string, peerHead: bigint): Promise<bigint> {
     const local = this.#chain.head().number;
+    const first = this.#chain.firstNumber ?? 0n;
     let high = local < peerHead ? local : peerHead;
     if (await this.#shares(peer, high)) return high;
     let step = 1n;
     let low = high;
     for (;;) {
-      low = high - step > 0n ? high - step : 0n;
-      if (low === 0n || (await this.#shares(peer, low))) break;
+      low = high - step > first ? high - step : first;
+      if (low === first || (await this.#shares(peer, low))) break;
       high = low;
       step *= 2n;
     }
@@ -300,7 +307,7 @@ export class Synchronizer {
   }
 
   async #shares(peer: string, number: bigint): Promise<boolean> {
-    if (number === 0n) return true;
+    if (number <= (this.#chain.firstNumber ?? 0n)) return true;
     const ours = await this.#chain.canonicalHash(number);
     const [theirs] = await this.#network.request(peer, "headers_by_range", {
       start: number,

@@ -65,6 +65,11 @@ export type StateView = Pick<
  * (answered as -32602).
  */
 export interface ChainReaderService {
+  /**
+   * The number of the chain's first block: genesis (0), or the anchor of a chain that forks
+   * an upstream network, whose older blocks are not this chain's. 0 when absent.
+   */
+  readonly firstNumber?: bigint;
   /** The block a selector names, or `null` when there is none. */
   resolve(selector: BlockSelector): Promise<StoredBlock | null>;
   /** Like `resolve`, for methods that need a block: a missing one is a domain error (-32602). */

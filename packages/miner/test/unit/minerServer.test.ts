@@ -1,4 +1,4 @@
-import { ChainError, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
+import { ChainError, genesisHeader, mergedMiningRules, SYNTHETIC_SEALER } from "@nodex/chain";
 import {
   buildSyntheticProof,
   doubleSha256,
@@ -7,6 +7,7 @@ import {
   syntheticHeader,
   txid,
 } from "@nodex/mergemining";
+import { EMPTY_TRIE_ROOT } from "@nodex/state";
 import {
   bytesToHex,
   deriveDevAccounts,
@@ -238,6 +239,37 @@ describe("MinerServer.netHashrate", () => {
     expect(work).toBeGreaterThan(0n);
     expect(await server.netHashrate()).toBe(work / 24n);
     // Within a window that starts after the genesis, the block before it opens the span.
+    const window = mined.slice(-4).reduce((sum, b) => sum + b.block.header.difficulty, 0n);
+    expect(await server.netHashrate(4n)).toBe(window / 8n);
+  });
+
+  it("leaves out the anchor of an anchored chain: it was mined elsewhere", async () => {
+    const start = 1_700_000_000n;
+    const anchor = {
+      ...genesisHeader(network, EMPTY_TRIE_ROOT),
+      number: 1_000_000n,
+      parentHash: new Uint8Array(32).fill(7),
+      timestamp: start - 1_000n,
+      difficulty: 5_000n,
+    };
+    const chain = await makeChain({
+      rules: mergedMiningRules(network),
+      sealer: SYNTHETIC_SEALER,
+      anchor: { header: anchor },
+    });
+    const server = new MinerServer(chain, {
+      coinbase: () => MINER,
+      transactions: () => [],
+      logger: nullLogger,
+    });
+    expect(await server.netHashrate()).toBe(0n);
+    const mined = [];
+    for (let i = 0n; i < 13n; i++) {
+      mined.push(await chain.mine([], { coinbase: MINER, timestamp: start + 2n * i }));
+    }
+    expect(mined[0]!.block.header.number).toBe(1_000_001n);
+    const work = mined.slice(1).reduce((sum, b) => sum + b.block.header.difficulty, 0n);
+    expect(await server.netHashrate()).toBe(work / 24n);
     const window = mined.slice(-4).reduce((sum, b) => sum + b.block.header.difficulty, 0n);
     expect(await server.netHashrate(4n)).toBe(window / 8n);
   });

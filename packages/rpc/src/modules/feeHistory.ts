@@ -69,7 +69,9 @@ export async function feeHistory(
   if (count === 0n) return { oldestBlock: "0x0", baseFeePerGas: [], gasUsedRatio: [] };
   const lastNumber = last.block.header.number;
   const span = count > FEE_HISTORY_MAX_BLOCKS ? FEE_HISTORY_MAX_BLOCKS : count;
-  const oldest = lastNumber + 1n > span ? lastNumber + 1n - span : 0n;
+  // Not below the chain's first block (genesis, or an anchored chain's anchor).
+  const first = reader.firstNumber ?? 0n;
+  const oldest = lastNumber + 1n - span > first ? lastNumber + 1n - span : first;
   const blocks: StoredBlock[] = [];
   for (let n = oldest; n < lastNumber; n++) {
     const block = await reader.resolve({ kind: "number", number: n });
