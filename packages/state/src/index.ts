@@ -12,12 +12,20 @@ export { StorageMonitor, type StorageMonitorOptions } from "./db/storageMonitor.
 export { StateError, StateErrorCode } from "./errors.js";
 export { useFastRlp, usingFastRlp } from "./fastRlp.js";
 export {
+  DEFAULT_FORK_SEARCH_LIMIT,
+  type ForkEntries,
+  ForkSource,
+  type ForkSourceOptions,
+  type ForkStats,
+} from "./fork/forkSource.js";
+export type { UpstreamCalls } from "./fork/upstream.js";
+export {
   DEFAULT_TRIE_NODE_CACHE,
   NodeCache,
   TRIE_NODE_CACHE_BYTES_PER_NODE,
   trieNodeCost,
 } from "./nodeCache.js";
-export { NodeStore } from "./nodeStore.js";
+export { NodeStore, type NodeStoreOptions } from "./nodeStore.js";
 export { orderedTrieProof, orderedTrieRoot } from "./orderedTrie.js";
 export { type PruneResult, pruneTrieNodes } from "./pruner.js";
 export { quietLibraryDebug } from "./quietDebug.js";
