@@ -230,7 +230,14 @@ class CountingStateManager extends MerkleStateManager {
 
   override setStateRoot(...args: Parameters<MerkleStateManager["setStateRoot"]>) {
     this.changes++;
-    return this.#counted(super.setStateRoot(...args));
+    return this.#counted(this.#setStateRoot(...args));
+  }
+
+  /** The library's, after fetching the fork block's root node when it is the root asked for. */
+  async #setStateRoot(...args: Parameters<MerkleStateManager["setStateRoot"]>): Promise<void> {
+    if (this.forkStore !== undefined && !(await this._trie.checkRoot(args[0])))
+      await this.forkStore.fillForkRoot(args[0]);
+    return super.setStateRoot(...args);
   }
 
   override generateCanonicalGenesis(

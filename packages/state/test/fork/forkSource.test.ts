@@ -117,6 +117,30 @@ describe("ForkSource: lazy, verified reads", () => {
     expect(upstream.count()).toBeGreaterThan(0);
   });
 
+  it("reads and writes through the manager inside the EVM's checkpoints, from a root it was set to", async () => {
+    const { store } = await fork();
+    const mine = await WorldState.open(store);
+    await mine.manager.setStateRoot(up.root);
+    const theirs = await reference();
+    const c = up.contracts[2]!;
+    const a = new EJSAddress(up.accounts[900]!);
+    for (const s of [mine, theirs]) {
+      const m = s.manager;
+      await m.checkpoint();
+      const account = (await m.getAccount(a))!;
+      account.balance += 7n;
+      await m.putAccount(a, account);
+      await m.checkpoint();
+      const value = await m.getStorage(new EJSAddress(c.address), c.slots[11]!);
+      await m.putStorage(new EJSAddress(c.address), c.slots[12]!, value);
+      await m.putStorage(new EJSAddress(c.address), c.slots[13]!, new Uint8Array());
+      expect(await m.getCode(new EJSAddress(c.address))).toEqual(c.code);
+      await m.commit();
+      await m.commit();
+    }
+    expect(bytesToHex(await mine.commit())).toBe(bytesToHex(await theirs.commit()));
+  });
+
   it("gives eth_getProof's answers of the upstream for a forked state", async () => {
     const { store } = await fork();
     const state = await WorldState.open(store, up.root);
