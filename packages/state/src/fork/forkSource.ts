@@ -16,8 +16,12 @@ export type { ForkEntries };
 /** Code is stored under this byte and its hash (as `@ethereumjs/statemanager` keys it). */
 const CODE_PREFIX = "63";
 
-/** Candidate keys tried, at most, to find one leading to a sibling node's position (2^20). */
-export const DEFAULT_FORK_SEARCH_LIMIT = 1 << 20;
+/**
+ * Candidate keys tried, at most, to find one leading to a sibling node's position: 2^22, about
+ * 3 s at 1.3 million hashes a second; a position of n nibbles takes 16^n tries on average, so
+ * this finds 98 % of those of 5 nibbles, 23 % of those of 6.
+ */
+export const DEFAULT_FORK_SEARCH_LIMIT = 1 << 22;
 
 export interface ForkSourceOptions {
   readonly upstream: UpstreamCalls;

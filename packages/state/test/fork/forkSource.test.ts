@@ -203,6 +203,25 @@ describe("ForkSource: lazy, verified reads", () => {
     expect(upstream.count()).toBe(before + 1);
   });
 
+  it("fetches code only for the code hash the account has at the fork block", async () => {
+    const { source, db, upstream } = await fork();
+    const c = up.contracts[3]!;
+    const before = await trieKeys(db);
+    const other = keccak256(Uint8Array.of(1, 2, 3));
+    const error = await rejection(source.fetchCode(c.address, other));
+    expect(error.code).toBe(StateErrorCode.FORK_NODE_UNAVAILABLE);
+    expect(error.message).toBe(
+      `code ${bytesToHex(other)} of ${bytesToHex(c.address)} is not in the database and is not the fork block's code of that account`,
+    );
+    expect(upstream.count("eth_getCode")).toBe(0);
+    // The account's proof was fetched (and kept: it checked out); no code was.
+    const after = await trieKeys(db);
+    expect([...after].filter((k) => k.startsWith("0x63") && k.length === 68)).toEqual([]);
+    expect(after.size).toBeGreaterThan(before.size);
+    await source.fetchCode(c.address, keccak256(c.code));
+    expect(await db.get(Bucket.TRIE, Uint8Array.of(0x63, ...keccak256(c.code)))).toEqual(c.code);
+  });
+
   it("refuses a dump of a state it does not fully hold", async () => {
     const { store, db } = await fork();
     const state = await WorldState.open(store, up.root);
