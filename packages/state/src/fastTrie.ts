@@ -148,7 +148,7 @@ export class FastTrie extends MerklePatriciaTrie {
   override async get(key: Uint8Array, throwIfMissing = false): Promise<Uint8Array | null> {
     if (!this.#plain) return super.get(key, throwIfMissing);
     const path = nibbles(this.appliedKey(key));
-    const resolve: Resolver = (ref, at, depth) => this.#resolve(ref, at, depth);
+    const resolve: Resolver = (ref, walked, depth) => this.#resolve(ref, walked, depth);
     let filled: Set<string> | undefined;
     for (;;) {
       try {

@@ -7,6 +7,7 @@ import {
   dumpState,
   ForkSource,
   NodeStore,
+  pruneTrieNodes,
   StateError,
   StateErrorCode,
   WorldState,
@@ -355,6 +356,33 @@ describe("ForkSource: local blocks on the fork", () => {
     expect(kinds.every((n) => n > 10)).toBe(true);
     expect(searches).toBeGreaterThan(0);
   }, 120_000);
+
+  it("prunes a forked database like any other: what no kept root reaches goes, and is fetched again when read", async () => {
+    const { store, db, upstream, cache } = await fork();
+    const state = await WorldState.open(store, up.root);
+    const kept = up.accounts[1]!;
+    const other = up.accounts[2]!;
+    const [keptBefore, otherBalance] = [
+      await state.getBalance(kept),
+      await state.getBalance(other),
+    ];
+    await state.setBalance(kept, 1n);
+    const root = await state.commit();
+    await db.write(store.takeWrites([root]));
+    store.confirmWrites();
+    // The fork root's node and the old nodes on the changed path go.
+    const { deleted } = await pruneTrieNodes(db, [root], cache);
+    expect(deleted).toBeGreaterThan(0);
+    const calls = upstream.count();
+    const after = await WorldState.open(store, root);
+    expect(await after.getBalance(kept)).toBe(1n);
+    expect(await after.getBalance(other)).toBe(otherBalance);
+    expect(upstream.count()).toBe(calls);
+    // The fork block's state again: fetched anew.
+    const again = await WorldState.open(store, up.root);
+    expect(await again.getBalance(kept)).toBe(keptBefore);
+    expect(upstream.count()).toBeGreaterThan(calls);
+  });
 
   it("fetches the sibling a deleted slot's branch collapses onto, found by search", async () => {
     const { store, source } = await fork();

@@ -207,14 +207,14 @@ export async function openFork(
     stateRoot: root,
     ...(opts.searchLimit === undefined ? {} : { searchLimit: opts.searchLimit }),
   });
-  const store = new NodeStore(db, opts.cache === false ? undefined : new NodeCache(), {
-    fork: source,
-  });
+  const cache = opts.cache === false ? undefined : new NodeCache();
+  const store = new NodeStore(db, cache, { fork: source });
   return {
     dir,
     db,
     source,
     store,
+    cache,
     close: async () => {
       await db.close().catch(() => {});
     },
