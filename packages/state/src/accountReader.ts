@@ -8,7 +8,8 @@ import {
 } from "@nodex/types";
 import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
-import { decodeNode, findValue, type RawNode, type Ref } from "./fastTrie.js";
+import { decodeNode, findValue, type RawNode, type Ref, type Resolver } from "./fastTrie.js";
+import { MissingNodeError, nodePosition } from "./missingNode.js";
 import type { NodeStore } from "./nodeStore.js";
 import { nibbles } from "./triePaths.js";
 import type { AccountState } from "./worldState.js";
@@ -34,17 +35,41 @@ export class AccountReader {
    */
   async getAccount(address: Address): Promise<AccountState | undefined> {
     if (equalBytes(this.#root, EMPTY_TRIE_ROOT)) return undefined;
-    const resolve = (ref: Ref) => this.#resolve(ref);
-    const value = await findValue(await resolve(this.#root), nibbles(keccak256(address)), resolve);
-    return value === null || value.length === 0 ? undefined : decodeAccount(value);
+    const resolve: Resolver = (ref, path, depth) => this.#resolve(ref, path, depth);
+    const path = nibbles(keccak256(address));
+    const filled = new Set<string>();
+    for (;;) {
+      try {
+        const value = await findValue(await resolve(this.#root, path, 0), path, resolve);
+        return value === null || value.length === 0 ? undefined : decodeAccount(value);
+      } catch (error) {
+        // With a fork source: the missing node fetched from the upstream, then read again.
+        if (!(error instanceof MissingNodeError)) throw error;
+        const hex = bytesToUnprefixedHex(error.hash);
+        if (filled.has(hex))
+          throw new StateError(
+            StateErrorCode.FORK_NODE_UNAVAILABLE,
+            `trie node ${hex} of the account trie is still missing after its fetch from the fork's upstream`,
+            { node: hex },
+          );
+        filled.add(hex);
+        await this.#store.fillFromFork(undefined, address, error);
+      }
+    }
   }
 
-  /** The node a child reference names (null for none). */
-  async #resolve(ref: Ref): Promise<RawNode | null> {
+  /**
+   * The node a child reference names (null for none), met at `depth` nibbles of `path`. A
+   * missing node is `STATE_ROOT_MISSING`, or with a fork source attached to the store, a
+   * `MissingNodeError` for `getAccount` to fetch.
+   */
+  async #resolve(ref: Ref, path: Uint8Array, depth: number): Promise<RawNode | null> {
     if (!(ref instanceof Uint8Array)) return ref;
     if (ref.length === 0) return null;
     const bytes = await this.#store.get(bytesToUnprefixedHex(ref));
     if (bytes === undefined) {
+      if (this.#store.fork !== undefined)
+        throw new MissingNodeError(ref, nodePosition(path, depth));
       const root = bytesToUnprefixedHex(this.#root);
       throw new StateError(
         StateErrorCode.ROOT_MISSING,
@@ -59,7 +84,7 @@ export class AccountReader {
 }
 
 /** An account as the trie stores it: RLP of [nonce, balance, storageRoot, codeHash]. */
-function decodeAccount(value: Uint8Array): AccountState {
+export function decodeAccount(value: Uint8Array): AccountState {
   const fields = RLP.decode(value);
   if (
     !Array.isArray(fields) ||

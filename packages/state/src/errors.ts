@@ -22,6 +22,20 @@ export const StateErrorCode = {
   UPSTREAM_INVALID_OPTIONS: "STATE_UPSTREAM_INVALID_OPTIONS",
   /** A call that cannot be sent (no method name, parameters that are not JSON). */
   UPSTREAM_INVALID_CALL: "STATE_UPSTREAM_INVALID_CALL",
+  /**
+   * A fork's upstream answered with data that its proof does not tie to the fork block's state
+   * root (or code whose hash is not the account's), or with a malformed answer. The message
+   * names the upstream, the address or slot, and what differed; nothing of the answer is kept.
+   */
+  FORK_UNVERIFIED: "STATE_FORK_UNVERIFIED",
+  /**
+   * A node or code of a forked state that the upstream cannot give: a node still missing after
+   * its fetch, a sibling node no key within the search bound leads to, code of a hash the fork
+   * block's account does not have.
+   */
+  FORK_NODE_UNAVAILABLE: "STATE_FORK_NODE_UNAVAILABLE",
+  /** A fork mode not supported yet (reading an upstream without proofs, `verify: false`). */
+  FORK_UNSUPPORTED: "STATE_FORK_UNSUPPORTED",
 } as const;
 export type StateErrorCode = (typeof StateErrorCode)[keyof typeof StateErrorCode];
 

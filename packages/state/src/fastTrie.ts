@@ -1,7 +1,9 @@
 import { MerklePatriciaTrie, type MPTOpts } from "@ethereumjs/mpt";
 import { RLP } from "@ethereumjs/rlp";
 import { type DB, ValueEncoding } from "@ethereumjs/util";
-import { bytesToUnprefixedHex, equalBytes } from "@nodex/types";
+import { bytesToHex, bytesToUnprefixedHex, equalBytes } from "@nodex/types";
+import { StateError, StateErrorCode } from "./errors.js";
+import { MISSING_NODE, MissingNodeError, nodePosition } from "./missingNode.js";
 import { commonLength, decodePath, encodePath, nibbles } from "./triePaths.js";
 
 /**
@@ -13,7 +15,24 @@ export type RawNode = Ref[];
 export type Ref = Uint8Array | RawNode;
 
 const EMPTY = new Uint8Array(0);
-const MISSING = "Missing node in DB";
+const MISSING = MISSING_NODE;
+
+/**
+ * What a trie reads missing nodes through when its store has a fork source attached
+ * (`NodeStore.fillFromFork`): the store fetches the nodes of the fork block's trie on the path of
+ * `key` (or of a key found to lead to the node's position) from the upstream.
+ */
+export interface ForkFiller {
+  readonly fork: unknown;
+  fillFromFork(
+    owner: Uint8Array | undefined,
+    key: Uint8Array | undefined,
+    missing: MissingNodeError,
+  ): Promise<void>;
+}
+
+/** How `findValue` names the node of a child reference met at `depth` nibbles of `path`. */
+export type Resolver = (ref: Ref, path: Uint8Array, depth: number) => Promise<RawNode | null>;
 
 /**
  * Nodes as decoded, by the encoded bytes the database handed out or the trie wrote: the store
@@ -41,21 +60,22 @@ export function decodeNode(bytes: Uint8Array): RawNode {
 export async function findValue(
   root: RawNode | null,
   path: Uint8Array,
-  resolve: (ref: Ref) => Promise<RawNode | null>,
+  resolve: Resolver,
 ): Promise<Uint8Array | null> {
   let node = root;
   let at = 0;
   while (node !== null) {
     if (node.length === 17) {
       if (at === path.length) return node[16] as Uint8Array;
-      node = await resolve(node[path[at++]!]!);
+      const i = path[at++]!;
+      node = await resolve(node[i]!, path, at);
       continue;
     }
     const [isLeaf, part] = decodePath(node[0] as Uint8Array);
     if (!startsWith(path, at, part)) return null;
     at += part.length;
     if (isLeaf) return at === path.length ? (node[1] as Uint8Array) : null;
-    node = await resolve(node[1]!);
+    node = await resolve(node[1]!, path, at);
   }
   return null;
 }
@@ -81,6 +101,12 @@ export class FastTrie extends MerklePatriciaTrie {
    * (which builds each string a character pair at a time, about 1 kB of garbage a hash).
    */
   readonly #direct: boolean;
+  /**
+   * The account whose storage trie this is (its address), `undefined` for the account trie:
+   * what a fork source asks the upstream for when a node is missing. The state manager sets it
+   * on the storage tries it opens.
+   */
+  forkOwner: Uint8Array | undefined;
 
   constructor(opts: MPTOpts) {
     super(opts);
@@ -115,32 +141,86 @@ export class FastTrie extends MerklePatriciaTrie {
       ),
     );
     if (includeCheckpoints && this.hasCheckpoints()) trie._db.setCheckpoints(this._db.checkpoints);
+    trie.forkOwner = this.forkOwner;
     return trie;
   }
 
   override async get(key: Uint8Array, throwIfMissing = false): Promise<Uint8Array | null> {
     if (!this.#plain) return super.get(key, throwIfMissing);
     const path = nibbles(this.appliedKey(key));
-    try {
-      const value = await findValue(await this.#rootNode(), path, (ref) => this.#resolve(ref));
-      return value === null ? null : storedValue(value);
-    } catch (error) {
-      if (!throwIfMissing && (error as Error).message === MISSING) return null;
-      throw error;
+    const resolve: Resolver = (ref, walked, depth) => this.#resolve(ref, walked, depth);
+    let filled: Set<string> | undefined;
+    for (;;) {
+      try {
+        const value = await findValue(await this.#rootNode(), path, resolve);
+        return value === null ? null : storedValue(value);
+      } catch (error) {
+        filled = await this.#fill(error, key, filled);
+        if (filled !== undefined) continue;
+        if (!throwIfMissing && (error as Error).message === MISSING) return null;
+        throw error;
+      }
     }
+  }
+
+  /**
+   * After a walk for `key` met a missing node: `undefined` when the store has no fork source
+   * (the caller goes on as without one), otherwise the node's fetch from the upstream, and the
+   * nodes fetched for this walk so far (`filled`, made on the first) once it is in the store,
+   * so that the walk may run again. A node met missing again after its fetch is an error, not
+   * another fetch: the walk would never end.
+   */
+  async #fill(
+    error: unknown,
+    key: Uint8Array | undefined,
+    filled: Set<string> | undefined,
+  ): Promise<Set<string> | undefined> {
+    if (!(error instanceof MissingNodeError)) return undefined;
+    const store = this._db.db as unknown as Partial<ForkFiller>;
+    if (store.fork === undefined || store.fillFromFork === undefined) return undefined;
+    const hex = bytesToUnprefixedHex(error.hash);
+    if (filled?.has(hex)) throw forkNodeStillMissing(hex, this.forkOwner);
+    const fetched = filled ?? new Set<string>();
+    fetched.add(hex);
+    await store.fillFromFork(this.forkOwner, key, error);
+    // An open checkpoint remembers a node it found missing (as a deletion): forget that.
+    for (const checkpoint of this._db.checkpoints)
+      if (checkpoint.keyValueMap.has(hex) && checkpoint.keyValueMap.get(hex) === undefined)
+        checkpoint.keyValueMap.delete(hex);
+    return fetched;
   }
 
   override async put(key: Uint8Array, value: Uint8Array | null, skipKeyTransform = false) {
     if (!this.#plain) return super.put(key, value, skipKeyTransform);
     if (value === null || value.length === 0) return this.del(key, skipKeyTransform);
     const path = nibbles(skipKeyTransform ? key : this.appliedKey(key));
-    await this.#change((root, writes) => this.#insert(root, path, 0, value, writes));
+    await this.#changeFilling(skipKeyTransform ? undefined : key, (root, writes) =>
+      this.#insert(root, path, 0, value, writes),
+    );
   }
 
   override async del(key: Uint8Array, skipKeyTransform = false) {
     if (!this.#plain) return super.del(key, skipKeyTransform);
     const path = nibbles(skipKeyTransform ? key : this.appliedKey(key));
-    await this.#change((root, writes) => this.#remove(root, path, 0, writes));
+    await this.#changeFilling(skipKeyTransform ? undefined : key, (root, writes) =>
+      this.#remove(root, path, 0, writes),
+    );
+  }
+
+  /** `#change`, run again after each missing node a fork source fetched (`#fill`). */
+  async #changeFilling(
+    key: Uint8Array | undefined,
+    change: (root: RawNode | null, writes: Write[]) => Promise<RawNode | null>,
+  ): Promise<void> {
+    let filled: Set<string> | undefined;
+    for (;;) {
+      try {
+        return await this.#change(change);
+      } catch (error) {
+        filled = await this.#fill(error, key, filled);
+        if (filled === undefined) throw error;
+      }
+    }
   }
 
   /**
@@ -168,17 +248,21 @@ export class FastTrie extends MerklePatriciaTrie {
 
   async #rootNode(): Promise<RawNode | null> {
     const root = this.root();
-    return equalBytes(root, this.EMPTY_TRIE_ROOT) ? null : this.#resolve(root);
+    return equalBytes(root, this.EMPTY_TRIE_ROOT) ? null : this.#resolve(root, EMPTY, 0);
   }
 
-  /** The node a child reference names (null for none); a missing node throws as the library does. */
-  async #resolve(ref: Ref): Promise<RawNode | null> {
+  /**
+   * The node a child reference names (null for none), met at `depth` nibbles of `path` (then at
+   * nibble `extra` when given); a missing node throws as the library does, with its hash and
+   * position (`MissingNodeError`).
+   */
+  async #resolve(ref: Ref, path: Uint8Array, depth: number, extra = -1): Promise<RawNode | null> {
     if (!(ref instanceof Uint8Array)) return ref;
     if (ref.length === 0) return null;
     const store = this.#store();
     const bytes =
       store !== undefined ? await store.get(bytesToUnprefixedHex(ref)) : await this._db.get(ref);
-    if (bytes === undefined) throw new Error(MISSING);
+    if (bytes === undefined) throw new MissingNodeError(ref, nodePosition(path, depth, extra));
     if (!(bytes instanceof Uint8Array)) throw new Error("Invalid node");
     return decodeNode(bytes);
   }
@@ -221,7 +305,7 @@ export class FastTrie extends MerklePatriciaTrie {
         out[16] = value;
       } else {
         const i = path[at]!;
-        const child = await this.#resolve(node[i]!);
+        const child = await this.#resolve(node[i]!, path, at + 1);
         const updated = await this.#insert(child, path, at + 1, value, writes);
         if (updated === child) return node;
         out[i] = this.#ref(updated, writes);
@@ -234,7 +318,7 @@ export class FastTrie extends MerklePatriciaTrie {
       if (isLeaf && at + common === path.length)
         return equalBytes(node[1] as Uint8Array, value) ? node : [node[0]!, value];
       if (!isLeaf) {
-        const child = await this.#resolve(node[1]!);
+        const child = await this.#resolve(node[1]!, path, at + common);
         const updated = await this.#insert(child, path, at + common, value, writes);
         if (updated === child) return node;
         return [node[0]!, this.#ref(updated, writes)];
@@ -276,25 +360,33 @@ export class FastTrie extends MerklePatriciaTrie {
         out[16] = EMPTY;
       } else {
         const i = path[at]!;
-        const child = await this.#resolve(node[i]!);
+        const child = await this.#resolve(node[i]!, path, at + 1);
         if (child === null) return node;
         const updated = await this.#remove(child, path, at + 1, writes);
         if (updated === child) return node;
         out[i] = updated === null ? EMPTY : this.#ref(updated, writes);
       }
-      return this.#collapse(out, writes);
+      return this.#collapse(out, path, at, writes);
     }
     const [isLeaf, part] = decodePath(node[0] as Uint8Array);
     if (!startsWith(path, at, part)) return node;
     if (isLeaf) return at + part.length === path.length ? null : node;
-    const child = await this.#resolve(node[1]!);
+    const child = await this.#resolve(node[1]!, path, at + part.length);
     const updated = await this.#remove(child, path, at + part.length, writes);
     if (updated === child) return node;
     return updated === null ? null : this.#join(part, updated, writes);
   }
 
-  /** A branch left with one entry becomes a leaf or joins its one child. */
-  async #collapse(branch: RawNode, writes: Write[]): Promise<RawNode | null> {
+  /**
+   * A branch (at `depth` nibbles of `path`) left with one entry becomes a leaf or joins its one
+   * child: the child, a sibling of the removed key's path, is read.
+   */
+  async #collapse(
+    branch: RawNode,
+    path: Uint8Array,
+    depth: number,
+    writes: Write[],
+  ): Promise<RawNode | null> {
     let only = -1;
     let count = (branch[16] as Uint8Array).length > 0 ? 1 : 0;
     for (let i = 0; i < 16; i++) {
@@ -308,7 +400,7 @@ export class FastTrie extends MerklePatriciaTrie {
     if (count === 0) return null;
     if (only === -1) return [encodePath(EMPTY, true), branch[16]!];
     const ref = branch[only]!;
-    const child = await this.#resolve(ref);
+    const child = await this.#resolve(ref, path, depth, only);
     if (child === null) throw new Error(MISSING);
     // A branch below keeps its reference: it is unchanged.
     if (child.length === 17) return [encodePath(Uint8Array.of(only), false), ref];
@@ -341,4 +433,15 @@ function startsWith(path: Uint8Array, at: number, part: Uint8Array): boolean {
   if (path.length - at < part.length) return false;
   for (let i = 0; i < part.length; i++) if (path[at + i] !== part[i]) return false;
   return true;
+}
+
+/** A node a fork source fetched and the store still lacks: the upstream's proof left it out. */
+function forkNodeStillMissing(hex: string, owner: Uint8Array | undefined): StateError {
+  const trie =
+    owner === undefined ? "the account trie" : `the storage trie of ${bytesToHex(owner)}`;
+  return new StateError(
+    StateErrorCode.FORK_NODE_UNAVAILABLE,
+    `trie node ${hex} of ${trie} is still missing after its fetch from the fork's upstream`,
+    { node: hex },
+  );
 }

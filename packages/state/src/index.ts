@@ -13,6 +13,13 @@ export { StateError, StateErrorCode } from "./errors.js";
 export { useFastRlp, usingFastRlp } from "./fastRlp.js";
 export { redactUrl } from "./fork/endpoint.js";
 export {
+  DEFAULT_FORK_SEARCH_LIMIT,
+  type ForkEntries,
+  ForkSource,
+  type ForkSourceOptions,
+  type ForkStats,
+} from "./fork/forkSource.js";
+export {
   Upstream,
   type UpstreamCall,
   type UpstreamParams,
@@ -20,6 +27,7 @@ export {
   type UpstreamStats,
   type UpstreamUrlStats,
 } from "./fork/upstream.js";
+export type { UpstreamCalls } from "./fork/upstreamCalls.js";
 export {
   defaultUpstreamOptions,
   type UpstreamDeps,
@@ -32,7 +40,7 @@ export {
   TRIE_NODE_CACHE_BYTES_PER_NODE,
   trieNodeCost,
 } from "./nodeCache.js";
-export { NodeStore } from "./nodeStore.js";
+export { NodeStore, type NodeStoreOptions } from "./nodeStore.js";
 export { orderedTrieProof, orderedTrieRoot } from "./orderedTrie.js";
 export { type PruneResult, pruneTrieNodes } from "./pruner.js";
 export { quietLibraryDebug } from "./quietDebug.js";

@@ -1,10 +1,17 @@
 import type { BatchDBOp, DB } from "@ethereumjs/util";
-import { bytesToUnprefixedHex, hexToBytes } from "@nodex/types";
+import { bytesToUnprefixedHex, equalBytes, hexToBytes } from "@nodex/types";
 import { Bucket } from "./db/buckets.js";
 import type { Database, WriteOp } from "./db/database.js";
+import type { ForkEntries, ForkFetcher } from "./fork/forkTypes.js";
+import type { MissingNodeError } from "./missingNode.js";
 import { NodeCache } from "./nodeCache.js";
 import type { TrieKind } from "./nodeRefs.js";
 import { forEachNodeRef, hashPrefix } from "./nodeRefs.js";
+
+export interface NodeStoreOptions {
+  /** The fork source reads go through when a node or code is not in the database. */
+  readonly fork?: ForkFetcher;
+}
 
 /**
  * The trie's view of the database. Writes wait in memory until the caller takes them into the
@@ -16,11 +23,69 @@ export class NodeStore implements DB<string, string | Uint8Array> {
   readonly #cache: NodeCache | undefined;
   #pending = new Map<string, Uint8Array>();
   #inFlight = new Map<string, Uint8Array>();
+  readonly #fork: ForkFetcher | undefined;
 
-  /** `cache`, shared by the stores of one node, keeps nodes read from disk. */
-  constructor(db: Database, cache?: NodeCache) {
+  /**
+   * `cache`, shared by the stores of one node, keeps nodes read from disk. With `fork`, a
+   * node or code that a state opened on this store needs and the database does not hold is
+   * fetched from the fork's upstream (`ForkSource`), checked, written and read on; without it
+   * nothing changes (the fork's paths run only where a node is missing).
+   */
+  constructor(db: Database, cache?: NodeCache, options: NodeStoreOptions = {}) {
     this.#db = db;
     this.#cache = cache;
+    if (options.fork !== undefined && options.fork.db !== db)
+      throw new RangeError("a fork source attached to a store must write to the store's database");
+    this.#fork = options.fork;
+  }
+
+  /** The fork source reads go through, if any. */
+  get fork(): ForkFetcher | undefined {
+    return this.#fork;
+  }
+
+  /**
+   * Fetches from the fork source the nodes that a walk for `key` (an address, or a slot of
+   * `owner`'s storage) met missing (`MissingNodeError`), and makes the store see them. Throws
+   * what the source throws (`STATE_FORK_*`, the upstream's errors).
+   */
+  async fillFromFork(
+    owner: Uint8Array | undefined,
+    key: Uint8Array | undefined,
+    missing: MissingNodeError,
+  ): Promise<void> {
+    this.#learn(await this.#forkOrThrow().fill(owner, key, missing));
+  }
+
+  /** Fetches the fork block's root node; false when `root` is not the fork's or no fork is attached. */
+  async fillForkRoot(root: Uint8Array): Promise<boolean> {
+    if (this.#fork === undefined || !equalBytes(root, this.#fork.stateRoot)) return false;
+    this.#learn(await this.#fork.fetchRoot());
+    return true;
+  }
+
+  /**
+   * Makes the code of hash `codeHash`, which `address` names, readable: nothing when the
+   * database holds it, or no fork is attached; otherwise fetched from the fork's upstream.
+   */
+  async ensureCode(address: Uint8Array, codeHash: Uint8Array): Promise<void> {
+    if (this.#fork === undefined) return;
+    if ((await this.get(`63${bytesToUnprefixedHex(codeHash)}`)) !== undefined) return;
+    this.#learn(await this.#fork.fetchCode(address, codeHash));
+  }
+
+  #forkOrThrow(): ForkFetcher {
+    if (this.#fork === undefined) throw new Error("no fork source is attached to the store");
+    return this.#fork;
+  }
+
+  /**
+   * Entries the fork source wrote to the database: the cache, which may remember them as
+   * missing, gets them.
+   */
+  #learn(entries: ForkEntries): void {
+    if (this.#cache === undefined) return;
+    for (const [key, value] of entries) this.#cache.set(key, value);
   }
 
   async get(hexKey: string): Promise<Uint8Array | undefined> {

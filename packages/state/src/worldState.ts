@@ -3,6 +3,7 @@ import { RLP } from "@ethereumjs/rlp";
 import { Caches, getMerkleStateProof, MerkleStateManager } from "@ethereumjs/statemanager";
 import {
   Account,
+  createAccountFromRLP,
   Address as EJSAddress,
   EthereumJSErrorWithoutCode,
   ValueEncoding,
@@ -73,7 +74,68 @@ class CountingStateManager extends MerkleStateManager {
 
   override getCode(address: EJSAddress) {
     this.#bound();
+    if (this.forkStore !== undefined) return this.#forkCode(address);
     return super.getCode(address);
+  }
+
+  /**
+   * The store whose fork source (`NodeStore.fork`) fetches what this state lacks; set by
+   * `WorldState.open` when the store has one, and then only code needs a hand here (a missing
+   * node is the tries' to fetch, a missing code the library reads as no code).
+   */
+  forkStore: NodeStore | undefined;
+
+  /** `getCode`, after fetching from the fork the code of the account's hash if the store lacks it. */
+  async #forkCode(address: EJSAddress): Promise<Uint8Array> {
+    if (this._caches?.code?.get(address) === undefined) {
+      const account = await this.getAccount(address);
+      if (account?.isContract()) await this.forkStore!.ensureCode(address.bytes, account.codeHash);
+    }
+    return super.getCode(address);
+  }
+
+  /**
+   * The library's write of one slot into the account's storage trie, without its promise
+   * executor (`new Promise(async (resolve) => …)`): there, an error of the trie's write (a
+   * missing node, a fork's upstream that fails) escaped as an unhandled rejection and the flush
+   * waited forever; here it reaches the caller.
+   */
+  protected override async _writeContractStorage(
+    address: EJSAddress,
+    account: Account,
+    key: Uint8Array,
+    value: Uint8Array,
+  ): Promise<void> {
+    const trie = this._getStorageTrie(address, account);
+    if (value.length > 0) await trie.put(key, RLP.encode(value));
+    else await trie.del(key);
+    account.storageRoot = trie.root();
+    await this.putAccount(address, account);
+  }
+
+  /** The library's, with the trie told whose storage it is (what a fork source fetches). */
+  protected override _getStorageTrie(
+    addressOrHash: EJSAddress | { bytes: Uint8Array } | Uint8Array,
+    rootAccount?: Account,
+  ) {
+    const trie = super._getStorageTrie(addressOrHash, rootAccount);
+    if (!(addressOrHash instanceof Uint8Array) && trie instanceof FastTrie)
+      trie.forkOwner = addressOrHash.bytes;
+    return trie;
+  }
+
+  /**
+   * Walks the paths of `address` and `slots` in the tries (after a flush), so that a fork
+   * source fetches what is missing on them before the library's proof walks them (those walks
+   * are the library's and read through no fork).
+   */
+  async readPaths(address: EJSAddress, slots: readonly Uint8Array[]): Promise<void> {
+    await this.flush();
+    const stored = await this._trie.get(address.bytes);
+    if (stored === null) return;
+    const account = createAccountFromRLP(stored);
+    const trie = this._getStorageTrie(address, account);
+    for (const slot of slots) await trie.get(slot);
   }
 
   /**
@@ -168,7 +230,14 @@ class CountingStateManager extends MerkleStateManager {
 
   override setStateRoot(...args: Parameters<MerkleStateManager["setStateRoot"]>) {
     this.changes++;
-    return this.#counted(super.setStateRoot(...args));
+    return this.#counted(this.#setStateRoot(...args));
+  }
+
+  /** The library's, after fetching the fork block's root node when it is the root asked for. */
+  async #setStateRoot(...args: Parameters<MerkleStateManager["setStateRoot"]>): Promise<void> {
+    if (this.forkStore !== undefined && !(await this._trie.checkRoot(args[0])))
+      await this.forkStore.fillForkRoot(args[0]);
+    return super.setStateRoot(...args);
   }
 
   override generateCanonicalGenesis(
@@ -221,7 +290,10 @@ export class WorldState {
       cacheSize: 0,
     });
     if (root !== undefined) {
-      if (!(await trie.checkRoot(root))) {
+      if (
+        !(await trie.checkRoot(root)) &&
+        !((await store.fillForkRoot(root)) && (await trie.checkRoot(root)))
+      ) {
         const hex = bytesToUnprefixedHex(root);
         throw new StateError(
           StateErrorCode.ROOT_MISSING,
@@ -233,9 +305,9 @@ export class WorldState {
       }
       trie.root(root);
     }
-    return new WorldState(
-      new CountingStateManager({ trie, caches: new Caches(), common: STATE_COMMON }),
-    );
+    const manager = new CountingStateManager({ trie, caches: new Caches(), common: STATE_COMMON });
+    if (store.fork !== undefined) manager.forkStore = store;
+    return new WorldState(manager);
   }
 
   async getAccount(address: Address): Promise<AccountState | undefined> {
@@ -312,6 +384,8 @@ export class WorldState {
    * nodes (its storage trie is empty: there is nothing to prove from), as geth answers.
    */
   async getProof(address: Address, slots: readonly Uint8Array[]): Promise<StateProof> {
+    const manager = this.manager as CountingStateManager;
+    if (manager.forkStore !== undefined) await manager.readPaths(new EJSAddress(address), slots);
     const proof = await getMerkleStateProof(this.manager, new EJSAddress(address), [...slots]);
     const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex.slice(2), "hex"));
     // The library lists no storage proofs for an absent account.

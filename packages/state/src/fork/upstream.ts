@@ -11,6 +11,7 @@ import {
   type RpcErrorObject,
 } from "./jsonRpc.js";
 import { RateBudget } from "./rateBudget.js";
+import type { UpstreamCalls } from "./upstreamCalls.js";
 import {
   type ResolvedUpstreamOptions,
   resolveUpstreamOptions,
@@ -128,7 +129,7 @@ const TRANSIENT_STATUS = new Set([408, 502, 503, 504]);
  *   over (`STATE_UPSTREAM_ERROR`).
  * - No timer exists while no call is pending; `close` clears them all.
  */
-export class Upstream {
+export class Upstream implements UpstreamCalls {
   readonly #opts: ResolvedUpstreamOptions;
   readonly #urls: UrlState[];
   readonly #budget: RateBudget;
@@ -209,6 +210,11 @@ export class Upstream {
         ),
       ),
     );
+  }
+
+  /** The upstream's name in messages: its URLs, redacted (no credentials), in order. */
+  describe(): string {
+    return this.#urls.map((u) => u.key).join(", ");
   }
 
   stats(): UpstreamStats {
