@@ -8,7 +8,7 @@ import {
   SYNTHETIC_SEALER,
 } from "@nodex/chain";
 import { EVM_HARDFORK, Executor, installedEvmVersion } from "@nodex/evm";
-import { Database } from "@nodex/state";
+import { Database, type ForkSource } from "@nodex/state";
 import type { Logger } from "@nodex/types";
 import type { NodeConfig } from "./config.js";
 import { consoleLogPrinter, printsConsoleLog } from "./consoleLog.js";
@@ -27,11 +27,13 @@ export interface OpenedChain {
  * network's consensus rules. The node and the chain-file commands open the chain this way.
  * `anchor`: the block of an upstream network a new chain starts on instead of genesis (a fork
  * of that network); a datadir whose chain starts elsewhere is refused (`CHAIN_OTHER_CHAIN`).
+ * `fork`: on a forked chain, makes the source of the upstream's state on the opened database.
  */
 export async function openChain(
   config: NodeConfig,
   logger: Logger,
   anchor?: ChainAnchor,
+  fork?: (db: Database) => ForkSource,
 ): Promise<OpenedChain> {
   await mkdir(config.datadir, { recursive: true });
   // Worker threads serving heavy requests open the same database (see heavyPool.ts).
@@ -76,6 +78,7 @@ export async function openChain(
       rules,
       ...(config.network.devAccounts ? { sealer: SYNTHETIC_SEALER } : {}),
       ...(anchor === undefined ? {} : { anchor }),
+      ...(fork === undefined ? {} : { fork: fork(db) }),
     });
     // The transactions of blocks that left the chain print their lines again when they run again.
     if (printer !== undefined)

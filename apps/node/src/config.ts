@@ -62,6 +62,50 @@ export interface P2PConfig {
  */
 export const DEV_BLOCK_GAS_LIMIT = 30_000_000n;
 
+/** The network a development chain forks (`--fork-url` and its companions). */
+export interface ForkConfig {
+  /** Upstream JSON-RPC endpoints, in the order they are tried. */
+  readonly urls: readonly string[];
+  /** The upstream's block the chain goes on from; its head minus a few when absent. */
+  readonly block: bigint | undefined;
+  /** The hash the fork block must have (0x-hex, lower case). */
+  readonly blockHash: string | undefined;
+  /** Whether state fetched upstream is checked against the fork block's state root. */
+  readonly verify: boolean;
+  /** HTTP requests a second to the upstreams, at most. */
+  readonly rps: number;
+}
+
+/** Requests a second to a fork's upstreams unless told otherwise. */
+export const DEFAULT_FORK_RPS = 100;
+
+/** The fork settings, or none; a companion of `--fork-url` without it is a usage error. */
+function forkConfig(pick: <T>(key: string) => T | undefined): ForkConfig | undefined {
+  const urls = pick<string[]>("forkUrls") ?? [];
+  const block = pick<bigint>("forkBlock");
+  const blockHash = pick<string>("forkBlockHash");
+  const verify = pick<"on" | "off">("forkVerify");
+  const rps = pick<number>("forkRps");
+  if (urls.length === 0) {
+    const orphan = [
+      ["--fork-block", block],
+      ["--fork-block-hash", blockHash],
+      ["--fork-verify", verify],
+      ["--fork-rps", rps],
+    ].find(([, value]) => value !== undefined);
+    if (orphan !== undefined)
+      throw new UsageError(`${orphan[0]} needs --fork-url: it says how to fork a network`);
+    return undefined;
+  }
+  return Object.freeze({
+    urls: Object.freeze(unique(urls)),
+    block,
+    blockHash,
+    verify: verify !== "off",
+    rps: rps ?? DEFAULT_FORK_RPS,
+  });
+}
+
 export interface NodeConfig {
   readonly network: NetworkPreset;
   readonly datadir: string;
@@ -107,6 +151,8 @@ export interface NodeConfig {
   readonly apiKeyFile: string | undefined;
   /** `--redis`: the Redis the replicas of an endpoint share state through; none by default. */
   readonly redis: string | undefined;
+  /** `--fork-url` and its companions: the network a development chain forks; none by default. */
+  readonly fork: ForkConfig | undefined;
   /** The listener of `/metrics`, `/health` and `/ready` (`--metrics-addr`); off when absent. */
   readonly metricsAddr: { readonly host: string; readonly port: number } | undefined;
   /** `--rpc-access-log`: a file, `-` for standard output; off when absent. */
@@ -333,6 +379,7 @@ export function parseCommandLine(environment: Environment): Command {
     },
   };
   const accessLog = pick<string>("rpcAccessLog");
+  const fork = forkConfig(pick);
   const config: NodeConfig = {
     network,
     datadir,
@@ -365,9 +412,12 @@ export function parseCommandLine(environment: Environment): Command {
     clientVersion: pick<string>("clientVersion"),
     stateFile: pick<string>("stateFile"),
     redis: pick<string>("redis"),
+    fork,
     blockGasLimit: givenGasLimit ?? (dev ? DEV_BLOCK_GAS_LIMIT : undefined),
     p2p:
-      (pick<"on" | "off">("p2p") ?? (network.p2pByDefault ? "on" : "off")) === "off"
+      // A fork's blocks go on from another network's: no peer of this one has them.
+      (pick<"on" | "off">("p2p") ?? (network.p2pByDefault && fork === undefined ? "on" : "off")) ===
+      "off"
         ? undefined
         : Object.freeze({
             host: pick<string>("p2pHost") ?? "0.0.0.0",
@@ -405,6 +455,24 @@ export function parseCommandLine(environment: Environment): Command {
     throw new UsageError(
       `--state works on regtest and devnet only: the state of ${network.name} comes from its blocks`,
     );
+  }
+  if (config.fork !== undefined) {
+    if (!dev)
+      throw new UsageError(
+        `--fork-url works on regtest and devnet only: a node of ${network.name} follows its own network`,
+      );
+    if (config.p2p !== undefined)
+      throw new UsageError(
+        "--fork-url and --p2p on contradict each other: the blocks of a fork go on from another network's, which no peer of this one has",
+      );
+    if (config.stateFile !== undefined)
+      throw new UsageError(
+        "--fork-url and --state contradict each other: a fork's state is the upstream's; keep it with --datadir",
+      );
+    if (config.rpcWorkerThreads > 0)
+      throw new UsageError(
+        "--fork-url serves every request on the main thread, where the upstream is: leave --rpc-worker-threads at 0",
+      );
   }
   if (config.clientVersion !== undefined && !dev) {
     throw new UsageError(

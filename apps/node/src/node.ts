@@ -25,11 +25,18 @@ import {
   writeUsageFile,
 } from "@nodex/rpc";
 import { type Database, StorageMonitor } from "@nodex/state";
-import { bytesToHex, deriveDevAccounts, type Logger, toChecksumAddress } from "@nodex/types";
+import {
+  bytesToHex,
+  deriveDevAccounts,
+  hexToBytes,
+  type Logger,
+  toChecksumAddress,
+} from "@nodex/types";
 import { AccessLogWriter } from "./accessLog.js";
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
+import { type OpenedFork, openFork, UpstreamHistory } from "./fork.js";
 import { HeavyRequestPool } from "./heavyPool.js";
 import { registerNodeGauges } from "./metrics.js";
 import { createNetwork, peersView, scoringView } from "./network.js";
@@ -82,6 +89,7 @@ export function createNode(
   let metricsServer: MetricsServer | undefined;
   let metricsBound: { host: string; port: number } | undefined;
   let sharedLimits: SharedLimitStore | undefined;
+  let fork: OpenedFork | undefined;
   return {
     config,
     rpc: () => rpc,
@@ -103,9 +111,27 @@ export function createNode(
         datadir: config.datadir,
       });
       startSignatureRecovery(config, logger);
-      const opened = await openChain(config, logger, opts.anchor);
+      if (config.fork !== undefined) fork = await openFork(config, logger);
+      const opened = await openChain(
+        config,
+        logger,
+        opts.anchor ?? fork?.anchor,
+        fork === undefined ? undefined : (database) => fork!.source(database),
+      );
       db = opened.db;
       const { chain, executor, rules } = opened;
+      // A new fork's development accounts get their funds on top of the upstream's state, as
+      // Anvil's and Hardhat's forks give them: an edit of the fork block's state, no block.
+      if (
+        fork !== undefined &&
+        chain.head.block.header.number === fork.point.number &&
+        chain.stateEdits().size === 0
+      ) {
+        await chain.editHeadState(async (state) => {
+          for (const account of deriveDevAccounts())
+            await state.setBalance(account.address, DEV_ACCOUNT_BALANCE);
+        });
+      }
       // Free space below the minimum, or a failed write: the node refuses what needs a write
       // (transactions, blocks), serves reads, and takes writes again once a probe lands.
       storage = new StorageMonitor(
@@ -115,7 +141,8 @@ export function createNode(
       );
       await storage.start();
       // On an anchored chain they hold what the upstream's state gives them, not genesis funds.
-      if (config.network.devAccounts) printDevAccounts(!chain.firstBlock.anchored);
+      if (config.network.devAccounts)
+        printDevAccounts(fork !== undefined || !chain.firstBlock.anchored);
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
       core = createCore(config, chain, executor, logger, wallet);
       if (config.stateFile !== undefined)
@@ -265,6 +292,7 @@ export function createNode(
           ...(shared === undefined ? {} : { shared }),
           ...(metrics === undefined ? {} : { metrics }),
           ...(accessLog === undefined ? {} : { accessLog }),
+          ...(fork === undefined ? {} : { history: forkHistory(fork, services) }),
         },
       );
       await rpc.start();
@@ -343,6 +371,7 @@ export function createNode(
         }
         // The worker threads share the database: they end before it closes.
         await heavy?.stop();
+        fork?.upstream.close();
         // The journal keeps only the transactions still waiting.
         await core?.admission.pool.closeJournal().catch((err: unknown) => {
           logger.error("Writing the txpool journal failed", { error: (err as Error).message });
@@ -380,6 +409,23 @@ function describeListenError(err: unknown, what: string, host: string, port: num
 
 function urlHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
+}
+
+/** A fork's history: the upstream's answers up to the fork block; the local chain's after. */
+function forkHistory(fork: OpenedFork, services: RPCServices): UpstreamHistory {
+  const reader = services.reader;
+  return new UpstreamHistory(fork.upstream, fork.point.number, {
+    head: () => services.chain.blockNumber(),
+    blockNumber: async (hash) =>
+      (await reader?.blockByHash(hexToBytes(hash)))?.block.header.number ?? undefined,
+    hasTransaction: async (hash) => {
+      const bytes = hexToBytes(hash);
+      if (reader === undefined) return false;
+      return (
+        (await reader.transaction(bytes)) !== null || reader.pendingTransaction(bytes) !== undefined
+      );
+    },
+  });
 }
 
 /** The development accounts and their keys, as Hardhat and Anvil print them. */

@@ -99,6 +99,26 @@ function hostPort(text: string): { host: string; port: number } {
   return { host, port };
 }
 
+/**
+ * An upstream's JSON-RPC URL: http or https, with a host. Credentials in it (user:password@, or a
+ * provider's key in the path) are allowed; the node never logs them.
+ */
+function upstreamUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw invalid(text, "not a URL (e.g. http://127.0.0.1:8545)");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw invalid(
+      text,
+      `${url.protocol} is not a JSON-RPC transport here: use http:// or https://`,
+    );
+  if (url.hostname === "") throw invalid(text, "the URL names no host");
+  return text;
+}
+
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const API_KEY = /^[A-Za-z0-9_-]{8,128}$/;
 
@@ -634,6 +654,65 @@ export const OPTIONS: readonly OptionDef[] = [
       if (text.length === 0) throw invalid(text, "a state file needs a path");
       return text;
     },
+  },
+  {
+    key: "forkUrls",
+    flag: "--fork-url",
+    env: "NODEX_FORK_URL",
+    valueName: "URL",
+    description:
+      "regtest and devnet: fork the network behind URL (an http:// or https:// JSON-RPC endpoint: Nodex, geth, Anvil, Hardhat's node): the chain goes on from its block --fork-block, on its state fetched on first touch, checked against that block's state root (eth_getProof) and kept in the datadir; repeat for endpoints to fail over to, in order",
+    defaultText: "none",
+    list: true,
+    parse: upstreamUrl,
+  },
+  {
+    key: "forkBlock",
+    flag: "--fork-block",
+    env: "NODEX_FORK_BLOCK",
+    valueName: "N",
+    description:
+      "the upstream's block the fork goes on from (with --fork-url); by default its head minus 5, so that a reorganization of its last blocks does not move it",
+    defaultText: "the upstream's head minus 5",
+    parse: (text) => {
+      if (!/^(0|[1-9]\d{0,15})$/.test(text))
+        throw invalid(text, `${JSON.stringify(text)} is not a block number (a decimal integer)`);
+      return BigInt(text);
+    },
+  },
+  {
+    key: "forkBlockHash",
+    flag: "--fork-block-hash",
+    env: "NODEX_FORK_BLOCK_HASH",
+    valueName: "HASH",
+    description:
+      "the hash the fork block must have (with --fork-url): the upstream's block is checked against it, and without --fork-block the fork goes on from the block of that hash",
+    defaultText: "none (the upstream's word)",
+    parse: (text) => {
+      if (!/^0x[0-9a-fA-F]{64}$/.test(text))
+        throw invalid(text, `${JSON.stringify(text)} is not a block hash (0x and 64 hex digits)`);
+      return text.toLowerCase();
+    },
+  },
+  {
+    key: "forkVerify",
+    flag: "--fork-verify",
+    env: "NODEX_FORK_VERIFY",
+    valueName: "on|off",
+    description:
+      "with --fork-url, check every account, storage slot and code fetched against the fork block's state root (needs eth_getProof upstream); off for upstreams without proofs, which the node then takes at their word, and says so at start",
+    defaultText: "on",
+    parse: oneOf(["on", "off"]),
+  },
+  {
+    key: "forkRps",
+    flag: "--fork-rps",
+    env: "NODEX_FORK_RPS",
+    valueName: "N",
+    description:
+      "at most N HTTP requests a second to the upstreams of --fork-url (calls go in batches where the upstream takes them); past the upstream's own limits (429) the node backs off and retries",
+    defaultText: "100",
+    parse: integer(1, 100_000, "requests a second"),
   },
   {
     key: "clientVersion",

@@ -4,6 +4,7 @@ import {
   Bucket,
   type Database,
   dumpState,
+  type ForkSource,
   NodeCache,
   NodeStore,
   orderedTrieRoot,
@@ -206,6 +207,11 @@ export interface ChainDeps {
    * that holds a chain opens only with the anchor it was made with (none for a genesis chain).
    */
   readonly anchor?: ChainAnchor;
+  /**
+   * On a forked chain (an anchored one whose state is the upstream's): the source that fills in
+   * the upstream's trie nodes and code as states are read (`ForkSource` of `@nodex/state`).
+   */
+  readonly fork?: ForkSource;
 }
 
 /**
@@ -229,6 +235,7 @@ export class Chain {
   readonly #ancestry = new AncestryMemo();
   /** Trie nodes read from disk, shared by every state this chain opens. */
   readonly #nodes: NodeCache;
+  readonly #fork: ForkSource | undefined;
   /** Told of each change of the head. */
   readonly #headListeners = new Set<(change: HeadChange) => void>();
   #head: StoredBlock;
@@ -259,8 +266,14 @@ export class Chain {
       throw new RangeError(`state window must be at least 1 block, got ${this.#stateWindow}`);
     this.#store = new BlockStore(deps.db, deps.caches);
     this.#nodes = new NodeCache(deps.trieNodeCache);
-    this.#production = new BlockProduction(deps.db, this.#nodes, deps.executor, this.#rules, (h) =>
-      this.stateRootOf(h),
+    this.#fork = deps.fork;
+    this.#production = new BlockProduction(
+      deps.db,
+      this.#nodes,
+      deps.executor,
+      this.#rules,
+      (h) => this.stateRootOf(h),
+      deps.fork,
     );
     this.#head = head;
   }
@@ -306,7 +319,10 @@ export class Chain {
     // The anchor's state comes from its upstream, node by node: none of it need be here.
     if (!chain.#isAnchor(head.block.header)) {
       try {
-        await WorldState.open(new NodeStore(deps.db), chain.stateRootOf(head.block.header));
+        await WorldState.open(
+          new NodeStore(deps.db, undefined, deps.fork === undefined ? {} : { fork: deps.fork }),
+          chain.stateRootOf(head.block.header),
+        );
       } catch {
         throw new ChainError(
           ChainErrorCode.STATE_MISSING,
@@ -515,14 +531,11 @@ export class Chain {
    */
   accountsAt(header: BlockHeader): Pick<AccountReader, "getAccount"> {
     this.assertStateRetained(header);
-    const reader = new AccountReader(
-      new NodeStore(this.#db, this.#nodes),
-      this.stateRootOf(header),
-    );
+    const reader = new AccountReader(this.#newStore(), this.stateRootOf(header));
     return {
       getAccount: (address) =>
         reader.getAccount(address).catch((error: unknown) => {
-          if (!(error instanceof StateError)) throw error;
+          if (!(error instanceof StateError) || isForkFailure(error)) throw error;
           throw new ChainError(
             ChainErrorCode.STATE_MISSING,
             `state of block ${header.number} is not available`,
@@ -531,12 +544,23 @@ export class Chain {
     };
   }
 
+  /** A store of the chain's trie nodes (through the fork source on a forked chain). */
+  #newStore(): NodeStore {
+    return new NodeStore(
+      this.#db,
+      this.#nodes,
+      this.#fork === undefined ? {} : { fork: this.#fork },
+    );
+  }
+
   /** The world state after `header`; throws `ChainError` when it is not in the database. */
   async stateAt(header: BlockHeader): Promise<WorldState> {
     this.assertStateRetained(header);
     try {
-      return await WorldState.open(new NodeStore(this.#db, this.#nodes), this.stateRootOf(header));
-    } catch {
+      return await WorldState.open(this.#newStore(), this.stateRootOf(header));
+    } catch (error) {
+      // A forked state's upstream that fails says why, not that the state is gone.
+      if (error instanceof StateError && isForkFailure(error)) throw error;
       throw new ChainError(
         ChainErrorCode.STATE_MISSING,
         `state of block ${header.number} is not available`,
@@ -578,7 +602,7 @@ export class Chain {
     return this.#enqueue(async () => {
       this.#db.checkWritable();
       const header = this.#head.block.header;
-      const store = new NodeStore(this.#db, this.#nodes);
+      const store = this.#newStore();
       const state = await WorldState.open(store, this.stateRootOf(header));
       await edit(state);
       const root = await state.commit();
@@ -1119,6 +1143,11 @@ function storedBlock(
   hash = headerHash(block.header),
 ): StoredBlock {
   return { block, hash, totalDifficulty: parent.totalDifficulty + cumulativeDifficulty(block) };
+}
+
+/** A failure of a fork's upstream or of its answers: told as it is. */
+function isForkFailure(error: StateError): boolean {
+  return error.code.startsWith("STATE_UPSTREAM_") || error.code.startsWith("STATE_FORK_");
 }
 
 async function writeGenesis(network: NetworkPreset, db: Database): Promise<StoredBlock> {

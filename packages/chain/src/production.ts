@@ -8,6 +8,7 @@ import {
 } from "@nodex/evm";
 import {
   type Database,
+  type ForkSource,
   type NodeCache,
   NodeStore,
   orderedTrieRoot,
@@ -84,18 +85,24 @@ export class BlockProduction {
   readonly #executor: Executor;
   readonly #rules: ConsensusRules;
   readonly #stateRootOf: (header: BlockHeader) => Uint8Array;
+  readonly #fork: ForkSource | undefined;
   #headState: HeadState | undefined;
 
-  /** `stateRootOf` names the state after a block (its header's root, or that state as edited). */
+  /**
+   * `stateRootOf` names the state after a block (its header's root, or that state as edited);
+   * `fork`, on a forked chain, fills in the upstream's state as blocks read it.
+   */
   constructor(
     db: Database,
     nodes: NodeCache,
     executor: Executor,
     rules: ConsensusRules,
     stateRootOf: (header: BlockHeader) => Uint8Array = (header) => header.stateRoot,
+    fork?: ForkSource,
   ) {
     this.#db = db;
     this.#nodes = nodes;
+    this.#fork = fork;
     this.#executor = executor;
     this.#rules = rules;
     this.#stateRootOf = stateRootOf;
@@ -195,7 +202,9 @@ export class BlockProduction {
     const reuse =
       !keepHeadState && this.#headState?.root === parentRoot ? this.#headState : undefined;
     if (reuse !== undefined) this.#headState = undefined;
-    const store = reuse?.store ?? new NodeStore(this.#db, this.#nodes);
+    const store =
+      reuse?.store ??
+      new NodeStore(this.#db, this.#nodes, this.#fork === undefined ? {} : { fork: this.#fork });
     let state = reuse?.state;
     if (state === undefined) {
       try {

@@ -10,6 +10,8 @@
 export interface ForkHistory {
   /** The fork block's number: blocks up to it are the upstream's. */
   readonly forkBlock: bigint;
+  /** The local chain's head number (the fork block until a block is made on it). */
+  head(): bigint;
   /** Whether a block of this hash is the local chain's own (one after the fork block). */
   isLocalBlock(hash: string): Promise<boolean>;
   /** Whether the local chain or its pool knows a transaction of this hash. */
@@ -175,7 +177,9 @@ function logs(
   const upstream = history.forward("eth_getLogs", [
     { ...filter, fromBlock: hex(from), toBlock: hex(upTo) },
   ]);
-  if (upTo === to) return upstream.then((result) => new Forwarded(result));
+  // A range up to the head's tags holds no local block while the head is the fork block.
+  if (upTo === to || (typeof to !== "bigint" && history.head() <= history.forkBlock))
+    return upstream.then((result) => new Forwarded(result));
   const after = { ...filter, fromBlock: hex(history.forkBlock + 1n) };
   return Promise.all([upstream, Promise.resolve(local([after]))]).then(([theirs, ours]) => {
     if (!Array.isArray(theirs)) throw new Error("the upstream's eth_getLogs answer is not a list");

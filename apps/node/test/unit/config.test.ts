@@ -184,8 +184,79 @@ describe("parseCommandLine", () => {
       ["--regtest", "--automine", "maybe"],
       'invalid value for --automine: "maybe" is not one of on, off',
     ],
+    [
+      ["--testnet", "--fork-url", "http://127.0.0.1:8545"],
+      "--fork-url works on regtest and devnet only: a node of testnet follows its own network",
+    ],
+    [
+      ["--regtest", "--fork-block", "12"],
+      "--fork-block needs --fork-url: it says how to fork a network",
+    ],
+    [
+      ["--regtest", "--fork-url", "http://127.0.0.1:8545", "--p2p", "on"],
+      "--fork-url and --p2p on contradict each other: the blocks of a fork go on from another network's, which no peer of this one has",
+    ],
+    [
+      ["--regtest", "--fork-url", "http://127.0.0.1:8545", "--rpc-worker-threads", "2"],
+      "--fork-url serves every request on the main thread, where the upstream is: leave --rpc-worker-threads at 0",
+    ],
+    [
+      ["--regtest", "--fork-url", "ws://127.0.0.1:8546"],
+      "invalid value for --fork-url: ws: is not a JSON-RPC transport here: use http:// or https://",
+    ],
+    [
+      ["--regtest", "--fork-url", "127.0.0.1:8545"],
+      "invalid value for --fork-url: not a URL (e.g. http://127.0.0.1:8545)",
+    ],
+    [
+      ["--regtest", "--fork-url", "http://x", "--fork-block", "-3"],
+      'invalid value for --fork-block: "-3" is not a block number (a decimal integer)',
+    ],
+    [
+      ["--regtest", "--fork-url", "http://x", "--fork-block-hash", "0x12"],
+      'invalid value for --fork-block-hash: "0x12" is not a block hash (0x and 64 hex digits)',
+    ],
+    [
+      ["--regtest", "--fork-url", "http://x", "--fork-rps", "0"],
+      "invalid value for --fork-rps: 0 is out of range for requests a second (1-100000)",
+    ],
   ])("rejects %j", (argv, message) => {
     expect(() => config(argv)).toThrow(new UsageError(message));
+  });
+
+  it("reads the fork settings: upstreams in order, block, hash, checks and request budget", () => {
+    expect(config(["--regtest"]).fork).toBeUndefined();
+    const c = config(
+      [
+        "--devnet",
+        "--fork-url",
+        "https://user:secret@rpc.example/v2/KEY",
+        "--fork-url",
+        "http://127.0.0.2:8545",
+        "--fork-block",
+        "1200",
+        "--fork-block-hash",
+        `0x${"AB".repeat(32)}`,
+      ],
+      { NODEX_FORK_RPS: "25" },
+    );
+    expect(c.fork).toEqual({
+      urls: ["https://user:secret@rpc.example/v2/KEY", "http://127.0.0.2:8545"],
+      block: 1200n,
+      blockHash: `0x${"ab".repeat(32)}`,
+      verify: true,
+      rps: 25,
+    });
+    const loose = config(["--regtest", "--fork-verify", "off"], {
+      NODEX_FORK_URL: "http://127.0.0.1:8545",
+    });
+    expect(loose.fork).toEqual({
+      urls: ["http://127.0.0.1:8545"],
+      block: undefined,
+      blockHash: undefined,
+      verify: false,
+      rps: 100,
+    });
   });
 
   it("keeps all state on regtest and a window of 128 blocks elsewhere, unless told", () => {

@@ -51,10 +51,11 @@ const HASH_LOCAL = `0x${"11".repeat(32)}`;
 const HASH_OLD = `0x${"22".repeat(32)}`;
 const ADDRESS = `0x${"33".repeat(20)}`;
 
-function setup(forkBlock = 100n) {
+function setup(forkBlock = 100n, head = 120n) {
   const forwarded: { method: string; params: readonly unknown[] }[] = [];
   const history: ForkHistory = {
     forkBlock,
+    head: () => head,
     isLocalBlock: async (hash) => hash === HASH_LOCAL,
     isLocalTransaction: async (hash) => hash === HASH_LOCAL,
     forward: async (method, params) => {
@@ -140,6 +141,13 @@ describe("a fork's history", () => {
     const after = await ask("eth_getLogs", [{ fromBlock: "0x65" }]);
     expect(after.result).toEqual([{ local: true, from: after101 }]);
     expect(forwarded).toHaveLength(2);
+  });
+
+  it("asks the upstream alone while no block was made on the fork", async () => {
+    const { ask, forwarded } = setup(100n, 100n);
+    const logs = await ask("eth_getLogs", [{ fromBlock: "0x10" }]);
+    expect(logs.result).toEqual([{ upstream: true }]);
+    expect(forwarded[0]?.params).toEqual([{ fromBlock: "0x10", toBlock: "0x64" }]);
   });
 
   it("checks params before asking anyone", async () => {

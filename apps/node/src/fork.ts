@@ -1,0 +1,398 @@
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ChainAnchor } from "@nodex/chain";
+import { type ForkHistory, RPCError } from "@nodex/rpc";
+import {
+  type Database,
+  ForkSource,
+  redactUrl,
+  StateError,
+  StateErrorCode,
+  Upstream,
+} from "@nodex/state";
+import {
+  type BlockHeader,
+  bytesToHex,
+  decodeHeader,
+  encodeHeader,
+  headerHash,
+  hexToBytes,
+  type Logger,
+  type NetworkPreset,
+  NodexError,
+} from "@nodex/types";
+import type { ForkConfig, NodeConfig } from "./config.js";
+
+export const ForkErrorCode = {
+  /** The upstream has no such block, or not the one the operator named. */
+  BLOCK: "FORK_BLOCK",
+  /** The upstream's block cannot be read as a header. */
+  HEADER: "FORK_HEADER",
+  /** The datadir holds a fork of another block. */
+  DATADIR: "FORK_DATADIR",
+} as const;
+export type ForkErrorCode = (typeof ForkErrorCode)[keyof typeof ForkErrorCode];
+
+export class ForkError extends NodexError<ForkErrorCode> {
+  constructor(code: ForkErrorCode, message: string, meta: Record<string, unknown> = {}) {
+    super(code, message, meta);
+    this.name = "ForkError";
+  }
+}
+
+/** How far below the upstream's head a fork goes on from unless told: out of reach of its reorgs. */
+export const FORK_DEPTH = 5n;
+
+/** The block a fork goes on from. */
+export interface ForkPoint {
+  readonly number: bigint;
+  /** The upstream's hash of the block (0x-hex). */
+  readonly hash: string;
+  /** The header the local chain starts with. */
+  readonly header: BlockHeader;
+  /**
+   * Whether `header` is the upstream's own (a Nodex upstream: the local chain's first block has
+   * the upstream's hash), or one made from its fields (other nodes' headers have another form).
+   */
+  readonly exact: boolean;
+}
+
+/** What the datadir keeps of its fork: the point, so that a restart needs no upstream. */
+interface ForkFile {
+  readonly format: "nodex-fork/1";
+  readonly number: string;
+  readonly hash: string;
+  readonly exact: boolean;
+  /** The local chain's first header, RLP as 0x-hex. */
+  readonly header: string;
+  /** The upstreams it was made from, redacted (no credentials). */
+  readonly upstreams: readonly string[];
+}
+
+const FORK_FILE = "fork.json";
+
+/**
+ * The fork point: the one the datadir holds when it holds one (checked against the settings),
+ * otherwise the upstream's block the settings name, written to the datadir.
+ */
+export async function forkPoint(
+  upstream: Upstream,
+  fork: ForkConfig,
+  network: NetworkPreset,
+  datadir: string,
+  logger: Logger,
+): Promise<ForkPoint> {
+  const kept = readForkFile(datadir);
+  if (kept !== undefined) {
+    if (fork.block !== undefined && fork.block !== kept.number)
+      throw new ForkError(
+        ForkErrorCode.DATADIR,
+        `the datadir ${datadir} holds a fork of block ${kept.number}, not of --fork-block ${fork.block}: use another --datadir for another fork point`,
+      );
+    if (fork.blockHash !== undefined && fork.blockHash !== kept.hash)
+      throw new ForkError(
+        ForkErrorCode.DATADIR,
+        `the datadir ${datadir} holds a fork of block ${kept.hash}, not of --fork-block-hash ${fork.blockHash}: use another --datadir for another fork point`,
+      );
+    logger.info("Fork", { block: kept.number.toString(), hash: kept.hash, from: "datadir" });
+    return kept;
+  }
+  const point = await askForkPoint(upstream, fork, network);
+  await writeForkFile(datadir, point, fork.urls);
+  logger.info("Fork", {
+    block: point.number.toString(),
+    hash: point.hash,
+    header: point.exact ? "the upstream's" : "made from the upstream's fields",
+  });
+  return point;
+}
+
+/** The upstream's fork block, as the settings name it. */
+async function askForkPoint(
+  upstream: Upstream,
+  fork: ForkConfig,
+  network: NetworkPreset,
+): Promise<ForkPoint> {
+  let number = fork.block;
+  if (number === undefined && fork.blockHash !== undefined) {
+    const byHash = await upstream.call("eth_getBlockByHash", [fork.blockHash, false]);
+    if (byHash === null)
+      throw new ForkError(
+        ForkErrorCode.BLOCK,
+        `the upstream has no block ${fork.blockHash} (--fork-block-hash)`,
+      );
+    number = quantity(field(byHash, "number"), "number");
+  }
+  if (number === undefined) {
+    const head = quantity(await upstream.call("eth_blockNumber", []), "eth_blockNumber");
+    number = head > FORK_DEPTH ? head - FORK_DEPTH : 0n;
+  }
+  const block = await upstream.call("eth_getBlockByNumber", [hex(number), false]);
+  if (block === null) {
+    const head = await upstream.call("eth_blockNumber", []).catch(() => undefined);
+    throw new ForkError(
+      ForkErrorCode.BLOCK,
+      `the upstream has no block ${number}${typeof head === "string" ? ` (its head is ${BigInt(head)})` : ""}`,
+    );
+  }
+  const hash = data(field(block, "hash"), "hash", 32);
+  if (fork.blockHash !== undefined && hash !== fork.blockHash)
+    throw new ForkError(
+      ForkErrorCode.BLOCK,
+      `the upstream's block ${number} has hash ${hash}, not ${fork.blockHash} (--fork-block-hash)`,
+    );
+  const own = await upstreamHeader(upstream, number, hash);
+  if (own !== undefined) return { number, hash, header: own, exact: true };
+  return { number, hash, header: headerFromJson(block, network), exact: false };
+}
+
+/**
+ * The upstream's own header when it is a Nodex node (its `debug_getRawHeader` decodes to a
+ * header of the block's hash); `undefined` for other nodes.
+ */
+async function upstreamHeader(
+  upstream: Upstream,
+  number: bigint,
+  hash: string,
+): Promise<BlockHeader | undefined> {
+  try {
+    const raw = await upstream.call("debug_getRawHeader", [hex(number)]);
+    if (typeof raw !== "string") return undefined;
+    const header = decodeHeader(hexToBytes(raw));
+    return bytesToHex(headerHash(header)) === hash ? header : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A header of this chain's form with the upstream block's fields (another node's header has
+ * another form, so its hash differs from the upstream's).
+ */
+function headerFromJson(block: unknown, network: NetworkPreset): BlockHeader {
+  const get = (name: string) => field(block, name);
+  const optionalQuantity = (name: string, fallback: bigint) => {
+    const v = (block as Record<string, unknown>)[name];
+    return v === undefined || v === null ? fallback : quantity(v, name);
+  };
+  return {
+    parentHash: hexToBytes(data(get("parentHash"), "parentHash", 32)),
+    unclesHash: hexToBytes(data(get("sha3Uncles"), "sha3Uncles", 32)),
+    coinbase: hexToBytes(data(get("miner"), "miner", 20)) as BlockHeader["coinbase"],
+    stateRoot: hexToBytes(data(get("stateRoot"), "stateRoot", 32)),
+    transactionsRoot: hexToBytes(data(get("transactionsRoot"), "transactionsRoot", 32)),
+    receiptsRoot: hexToBytes(data(get("receiptsRoot"), "receiptsRoot", 32)),
+    logsBloom: hexToBytes(data(get("logsBloom"), "logsBloom", 256)),
+    difficulty: optionalQuantity("difficulty", 1n),
+    number: quantity(get("number"), "number"),
+    gasLimit: quantity(get("gasLimit"), "gasLimit"),
+    gasUsed: quantity(get("gasUsed"), "gasUsed"),
+    timestamp: quantity(get("timestamp"), "timestamp"),
+    extraData: new Uint8Array(),
+    paidFees: 0n,
+    minimumGasPrice: optionalQuantity("minimumGasPrice", network.genesis.minimumGasPrice),
+    uncleCount: 0,
+    ummRoot: new Uint8Array(),
+    bitcoinMergedMiningHeader: new Uint8Array(),
+    bitcoinMergedMiningMerkleProof: new Uint8Array(),
+    bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
+  };
+}
+
+function field(value: unknown, name: string): unknown {
+  if (typeof value !== "object" || value === null)
+    throw new ForkError(ForkErrorCode.HEADER, `the upstream's block is not an object`);
+  const v = (value as Record<string, unknown>)[name];
+  if (v === undefined || v === null)
+    throw new ForkError(ForkErrorCode.HEADER, `the upstream's block has no ${name}`);
+  return v;
+}
+
+function quantity(value: unknown, name: string): bigint {
+  if (typeof value !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(value))
+    throw new ForkError(
+      ForkErrorCode.HEADER,
+      `the upstream's ${name} is not a quantity: ${JSON.stringify(value)?.slice(0, 80)}`,
+    );
+  return BigInt(value);
+}
+
+function data(value: unknown, name: string, bytes: number): string {
+  if (typeof value !== "string" || !new RegExp(`^0x[0-9a-fA-F]{${bytes * 2}}$`).test(value))
+    throw new ForkError(
+      ForkErrorCode.HEADER,
+      `the upstream's ${name} is not ${bytes} bytes of hex: ${JSON.stringify(value)?.slice(0, 80)}`,
+    );
+  return value.toLowerCase();
+}
+
+const hex = (n: bigint) => `0x${n.toString(16)}`;
+
+function readForkFile(datadir: string): ForkPoint | undefined {
+  const path = join(datadir, FORK_FILE);
+  if (!existsSync(path)) return undefined;
+  let file: ForkFile;
+  try {
+    file = JSON.parse(readFileSync(path, "utf8")) as ForkFile;
+    if (file.format !== "nodex-fork/1") throw new Error(`unknown format ${String(file.format)}`);
+    const header = decodeHeader(hexToBytes(file.header));
+    return {
+      number: BigInt(file.number),
+      hash: file.hash,
+      header,
+      exact: file.exact === true,
+    };
+  } catch (err) {
+    throw new ForkError(
+      ForkErrorCode.DATADIR,
+      `${path} cannot be read (${(err as Error).message}): the datadir's fork point is lost; use another --datadir`,
+    );
+  }
+}
+
+async function writeForkFile(datadir: string, point: ForkPoint, urls: readonly string[]) {
+  const file: ForkFile = {
+    format: "nodex-fork/1",
+    number: point.number.toString(),
+    hash: point.hash,
+    exact: point.exact,
+    header: bytesToHex(encodeHeader(point.header)),
+    upstreams: urls.map(redactUrl),
+  };
+  const path = join(datadir, FORK_FILE);
+  await writeFile(`${path}.tmp`, `${JSON.stringify(file, null, 2)}\n`);
+  await rename(`${path}.tmp`, path);
+}
+
+/** A fork's upstream and its point, ready for the chain to open on. */
+export interface OpenedFork {
+  readonly upstream: Upstream;
+  readonly point: ForkPoint;
+  /** The chain's first block. */
+  readonly anchor: ChainAnchor;
+  /** The source of the upstream's state, on the node's database. */
+  source(db: Database): ForkSource;
+}
+
+/**
+ * The upstream client of `config.fork` and the fork point (the datadir's, or asked of the
+ * upstream and written to the datadir).
+ */
+export async function openFork(config: NodeConfig, logger: Logger): Promise<OpenedFork> {
+  const fork = config.fork;
+  if (fork === undefined) throw new Error("openFork needs a fork config");
+  const log = logger.child({ module: "fork" });
+  await mkdir(config.datadir, { recursive: true });
+  const upstream = new Upstream({ urls: [...fork.urls], rps: fork.rps, logger: log });
+  try {
+    const point = await forkPoint(upstream, fork, config.network, config.datadir, log);
+    if (!fork.verify)
+      log.warn("Upstream state is taken at its word: --fork-verify off checks nothing it sends");
+    log.info("Forking", {
+      upstreams: upstream.describe(),
+      block: point.number.toString(),
+      verify: fork.verify ? "on" : "off",
+      rps: fork.rps,
+    });
+    return {
+      upstream,
+      point,
+      anchor: { header: point.header },
+      source: (db) =>
+        new ForkSource({
+          upstream,
+          db,
+          blockTag: hex(point.number),
+          stateRoot: point.header.stateRoot,
+          verify: fork.verify,
+        }),
+    };
+  } catch (err) {
+    upstream.close();
+    throw err;
+  }
+}
+
+/** What the local chain knows, for `UpstreamHistory`. */
+export interface LocalLookups {
+  /** The local head's number. */
+  head(): bigint;
+  /** The number of the local block of this hash, `undefined` when there is none. */
+  blockNumber(hash: string): Promise<bigint | undefined>;
+  /** Whether the chain or the pool holds a transaction of this hash. */
+  hasTransaction(hash: string): Promise<boolean>;
+}
+
+/** How many upstream answers a fork keeps in memory. */
+const HISTORY_CACHE_ENTRIES = 4096;
+
+/**
+ * A fork's history (`ForkHistory` of `@nodex/rpc`): the upstream's answers about its blocks up
+ * to the fork block, kept (they cannot change), and nothing of what it made after: a block or
+ * transaction the upstream has past the fork block is not this chain's, and is answered as
+ * unknown.
+ */
+export class UpstreamHistory implements ForkHistory {
+  readonly forkBlock: bigint;
+  readonly #upstream: Upstream;
+  readonly #local: LocalLookups;
+  readonly #cache = new Map<string, unknown>();
+
+  constructor(upstream: Upstream, forkBlock: bigint, local: LocalLookups) {
+    this.#upstream = upstream;
+    this.forkBlock = forkBlock;
+    this.#local = local;
+  }
+
+  head(): bigint {
+    return this.#local.head();
+  }
+
+  async isLocalBlock(hash: string): Promise<boolean> {
+    const number = await this.#local.blockNumber(hash);
+    return number !== undefined && number > this.forkBlock;
+  }
+
+  isLocalTransaction(hash: string): Promise<boolean> {
+    return this.#local.hasTransaction(hash);
+  }
+
+  async forward(method: string, params: readonly unknown[]): Promise<unknown> {
+    const key = `${method}:${JSON.stringify(params)}`;
+    if (this.#cache.has(key)) return this.#cache.get(key);
+    let result: unknown;
+    try {
+      result = await this.#upstream.call(method, params);
+    } catch (err) {
+      // The upstream's refusal is the answer, with its code and message.
+      if (err instanceof StateError && err.code === StateErrorCode.UPSTREAM_ERROR) {
+        const { code, message, data } = err.meta as {
+          code?: unknown;
+          message?: unknown;
+          data?: unknown;
+        };
+        throw new RPCError(
+          typeof code === "number" ? code : -32000,
+          typeof message === "string" ? message : err.message,
+          typeof data === "string" ? data : undefined,
+        );
+      }
+      throw err;
+    }
+    result = this.#beforeFork(result);
+    if (this.#cache.size >= HISTORY_CACHE_ENTRIES) this.#cache.clear();
+    this.#cache.set(key, result);
+    return result;
+  }
+
+  /** `null` for a block, transaction or receipt the upstream made after the fork block. */
+  #beforeFork(result: unknown): unknown {
+    if (typeof result !== "object" || result === null || Array.isArray(result)) return result;
+    const number = (result as { blockNumber?: unknown; number?: unknown }).blockNumber;
+    const own = (result as { number?: unknown }).number;
+    const at = typeof number === "string" ? number : typeof own === "string" ? own : undefined;
+    if (at !== undefined && /^0x[0-9a-fA-F]+$/.test(at) && BigInt(at) > this.forkBlock) return null;
+    return result;
+  }
+}
