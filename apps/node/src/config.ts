@@ -72,8 +72,11 @@ export interface ForkConfig {
   readonly blockHash: string | undefined;
   /** Whether state fetched upstream is checked against the fork block's state root. */
   readonly verify: boolean;
-  /** HTTP requests a second to the upstreams, at most. */
-  readonly rps: number;
+  /**
+   * HTTP requests a second to the upstreams, at most; absent: `DEFAULT_FORK_RPS`, or no budget
+   * for upstreams on this machine (loopback addresses and localhost).
+   */
+  readonly rps: number | undefined;
 }
 
 /** Requests a second to a fork's upstreams unless told otherwise. */
@@ -102,7 +105,7 @@ function forkConfig(pick: <T>(key: string) => T | undefined): ForkConfig | undef
     block,
     blockHash,
     verify: verify !== "off",
-    rps: rps ?? DEFAULT_FORK_RPS,
+    rps,
   });
 }
 

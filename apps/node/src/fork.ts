@@ -22,7 +22,7 @@ import {
   type NetworkPreset,
   NodexError,
 } from "@nodex/types";
-import type { ForkConfig, NodeConfig } from "./config.js";
+import { DEFAULT_FORK_RPS, type ForkConfig, type NodeConfig } from "./config.js";
 
 export const ForkErrorCode = {
   /** The upstream has no such block, or not the one the operator named. */
@@ -265,6 +265,20 @@ async function writeForkFile(datadir: string, point: ForkPoint, urls: readonly s
   await rename(`${path}.tmp`, path);
 }
 
+/** The request budget of upstreams on this machine unless told: none to speak of. */
+const LOCAL_RPS = 100_000;
+
+/** The budget of requests a second to the upstreams: as given, else by where they are. */
+function forkRps(fork: ForkConfig): number {
+  if (fork.rps !== undefined) return fork.rps;
+  return fork.urls.every(isLocalUrl) ? LOCAL_RPS : DEFAULT_FORK_RPS;
+}
+
+function isLocalUrl(text: string): boolean {
+  const host = new URL(text).hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /** A fork's upstream and its point, ready for the chain to open on. */
 export interface OpenedFork {
   readonly upstream: Upstream;
@@ -284,7 +298,10 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
   if (fork === undefined) throw new Error("openFork needs a fork config");
   const log = logger.child({ module: "fork" });
   await mkdir(config.datadir, { recursive: true });
-  const upstream = new Upstream({ urls: [...fork.urls], rps: fork.rps, logger: log });
+  const rps = forkRps(fork);
+  // A second's worth of requests may go at once after a quiet spell: a script's first reads
+  // are not spaced out when the upstream has been idle.
+  const upstream = new Upstream({ urls: [...fork.urls], rps, burst: rps, logger: log });
   try {
     const point = await forkPoint(upstream, fork, config.network, config.datadir, log);
     if (!fork.verify)
@@ -293,7 +310,7 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
       upstreams: upstream.describe(),
       block: point.number.toString(),
       verify: fork.verify ? "on" : "off",
-      rps: fork.rps,
+      rps: fork.rps ?? (rps === LOCAL_RPS ? "none (upstreams on this machine)" : rps),
     });
     return {
       upstream,

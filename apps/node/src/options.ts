@@ -710,8 +710,8 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_FORK_RPS",
     valueName: "N",
     description:
-      "at most N HTTP requests a second to the upstreams of --fork-url (calls go in batches where the upstream takes them); past the upstream's own limits (429) the node backs off and retries",
-    defaultText: "100",
+      "at most N HTTP requests a second to the upstreams of --fork-url, with bursts of up to N after a quiet spell (calls go in batches where the upstream takes them); past the upstream's own limits (429) the node backs off and retries",
+    defaultText: "100 (no budget for upstreams on this machine: 127.0.0.0/8, ::1, localhost)",
     parse: integer(1, 100_000, "requests a second"),
   },
   {

@@ -255,7 +255,7 @@ describe("parseCommandLine", () => {
       block: undefined,
       blockHash: undefined,
       verify: false,
-      rps: 100,
+      rps: undefined,
     });
   });
 
