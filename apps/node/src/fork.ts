@@ -142,40 +142,30 @@ async function askForkPoint(
       ForkErrorCode.BLOCK,
       `the upstream's block ${number} has hash ${hash}, not ${fork.blockHash} (--fork-block-hash)`,
     );
-  const own = await upstreamHeader(upstream, number, hash);
-  if (own !== undefined) return { number, hash, header: own, exact: true };
-  return { number, hash, header: headerFromJson(block, network), exact: false };
+  // A Nodex (or reference node) upstream's block shows every field of its header: the header
+  // made from them is its own, of the same hash. Another node's gives a header of this chain's
+  // form with its fields, of another hash.
+  const header = headerFromJson(block, network);
+  return { number, hash, header, exact: bytesToHex(headerHash(header)) === hash };
 }
 
 /**
- * The upstream's own header when it is a Nodex node (its `debug_getRawHeader` decodes to a
- * header of the block's hash); `undefined` for other nodes.
- */
-async function upstreamHeader(
-  upstream: Upstream,
-  number: bigint,
-  hash: string,
-): Promise<BlockHeader | undefined> {
-  try {
-    const raw = await upstream.call("debug_getRawHeader", [hex(number)]);
-    if (typeof raw !== "string") return undefined;
-    const header = decodeHeader(hexToBytes(raw));
-    return bytesToHex(headerHash(header)) === hash ? header : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A header of this chain's form with the upstream block's fields (another node's header has
- * another form, so its hash differs from the upstream's).
+ * A header of this chain's form with the upstream block's fields: the merged-mining fields,
+ * paid fees and minimum gas price where the block shows them (a Nodex or reference node
+ * upstream), empty or the network's otherwise.
  */
 function headerFromJson(block: unknown, network: NetworkPreset): BlockHeader {
   const get = (name: string) => field(block, name);
+  const shown = (name: string) => (block as Record<string, unknown>)[name] ?? undefined;
   const optionalQuantity = (name: string, fallback: bigint) => {
-    const v = (block as Record<string, unknown>)[name];
-    return v === undefined || v === null ? fallback : quantity(v, name);
+    const v = shown(name);
+    return v === undefined ? fallback : quantity(v, name);
   };
+  const optionalBytes = (name: string) => {
+    const v = shown(name);
+    return v === undefined ? new Uint8Array() : hexToBytes(anyData(v, name));
+  };
+  const uncles = shown("uncles");
   return {
     parentHash: hexToBytes(data(get("parentHash"), "parentHash", 32)),
     unclesHash: hexToBytes(data(get("sha3Uncles"), "sha3Uncles", 32)),
@@ -189,14 +179,14 @@ function headerFromJson(block: unknown, network: NetworkPreset): BlockHeader {
     gasLimit: quantity(get("gasLimit"), "gasLimit"),
     gasUsed: quantity(get("gasUsed"), "gasUsed"),
     timestamp: quantity(get("timestamp"), "timestamp"),
-    extraData: new Uint8Array(),
-    paidFees: 0n,
+    extraData: optionalBytes("extraData"),
+    paidFees: optionalQuantity("paidFees", 0n),
     minimumGasPrice: optionalQuantity("minimumGasPrice", network.genesis.minimumGasPrice),
-    uncleCount: 0,
+    uncleCount: Array.isArray(uncles) ? uncles.length : 0,
     ummRoot: new Uint8Array(),
-    bitcoinMergedMiningHeader: new Uint8Array(),
-    bitcoinMergedMiningMerkleProof: new Uint8Array(),
-    bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
+    bitcoinMergedMiningHeader: optionalBytes("bitcoinMergedMiningHeader"),
+    bitcoinMergedMiningMerkleProof: optionalBytes("bitcoinMergedMiningMerkleProof"),
+    bitcoinMergedMiningCoinbaseTransaction: optionalBytes("bitcoinMergedMiningCoinbaseTransaction"),
   };
 }
 
@@ -223,6 +213,16 @@ function data(value: unknown, name: string, bytes: number): string {
     throw new ForkError(
       ForkErrorCode.HEADER,
       `the upstream's ${name} is not ${bytes} bytes of hex: ${JSON.stringify(value)?.slice(0, 80)}`,
+    );
+  return value.toLowerCase();
+}
+
+/** Hex data of any length (even), lower case. */
+function anyData(value: unknown, name: string): string {
+  if (typeof value !== "string" || !/^0x([0-9a-fA-F]{2})*$/.test(value))
+    throw new ForkError(
+      ForkErrorCode.HEADER,
+      `the upstream's ${name} is not hex data: ${JSON.stringify(value)?.slice(0, 80)}`,
     );
   return value.toLowerCase();
 }

@@ -187,6 +187,37 @@ function logs(
   });
 }
 
+/** What a log query's range names, as far as its split at the fork block needs. */
+export interface FilterRange {
+  readonly from: bigint | "head";
+  readonly to: bigint | "head";
+}
+
+/**
+ * An installed log filter's logs (`eth_getFilterLogs`) on a forked chain: `undefined` when the
+ * local chain holds its whole range, else the upstream's logs up to the fork block (`filter`
+ * is the filter as JSON, with its range rewritten) followed by `local()`'s after it.
+ */
+export function forkFilterLogs(
+  history: ForkHistory,
+  range: FilterRange,
+  filter: Record<string, unknown>,
+  local: () => unknown,
+): Promise<Forwarded> | undefined {
+  if (range.from === "head" || range.from > history.forkBlock) return undefined;
+  if (typeof range.to === "bigint" && range.to < range.from) return undefined;
+  const upTo = range.to !== "head" && range.to <= history.forkBlock ? range.to : history.forkBlock;
+  const upstream = history.forward("eth_getLogs", [
+    { ...filter, fromBlock: hex(range.from), toBlock: hex(upTo) },
+  ]);
+  if (upTo === range.to || (range.to === "head" && history.head() <= history.forkBlock))
+    return upstream.then((result) => new Forwarded(result));
+  return Promise.all([upstream, Promise.resolve(local())]).then(([theirs, ours]) => {
+    if (!Array.isArray(theirs)) throw new Error("the upstream's eth_getLogs answer is not a list");
+    return new Forwarded([...theirs, ...jsonList(ours)]);
+  });
+}
+
 /** The local `eth_getLogs` result as JSON values (it comes as raw JSON text or bytes). */
 function jsonList(value: unknown): unknown[] {
   const raw = value as { text?: string | Uint8Array };

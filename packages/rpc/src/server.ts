@@ -156,7 +156,16 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
             log.child({ module: "filters" }),
             opts.filters,
           );
-  if (filters !== undefined) chainModules.push(filterModule(filters, deps.services.heavy));
+  if (filters !== undefined)
+    chainModules.push(
+      filterModule(
+        filters,
+        deps.services.heavy,
+        deps.history === undefined || reader === undefined
+          ? undefined
+          : { history: deps.history, reader },
+      ),
+    );
   const subscriptions =
     reader === undefined || events === undefined
       ? undefined

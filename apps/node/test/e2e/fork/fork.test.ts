@@ -110,6 +110,19 @@ describe("a fork of a Nodex devnet", () => {
     const logs = await ok(fork.url, "eth_getLogs", [{ fromBlock: "earliest", address: token }]);
     expect(logs).toHaveLength(HOLDERS.length + 2);
     expect(Number(logs.at(-1).blockNumber)).toBe(forkBlock + 1);
+    // An installed filter's logs cross the fork block too.
+    const filter = await ok(fork.url, "eth_newFilter", [{ fromBlock: "earliest", address: token }]);
+    expect(await ok(fork.url, "eth_getFilterLogs", [filter])).toEqual(logs);
+    // The first local block follows the upstream's own fork block (a Nodex upstream's header).
+    const first = await ok(fork.url, "eth_getBlockByNumber", [
+      `0x${(forkBlock + 1).toString(16)}`,
+      false,
+    ]);
+    const theirs = await ok(upstream.url, "eth_getBlockByNumber", [
+      `0x${forkBlock.toString(16)}`,
+      false,
+    ]);
+    expect(first.parentHash).toBe(theirs.hash);
     provider.destroy();
   });
 });
