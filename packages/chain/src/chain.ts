@@ -544,6 +544,19 @@ export class Chain {
     };
   }
 
+  /**
+   * The state trie nodes of these hashes as the database holds them (`undefined` for one it
+   * does not): what a fork of this chain asks for when a deletion needs a node off every path
+   * it fetched. Nodes are keyed by their hash, so each answer is checked by hashing it.
+   */
+  async trieNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    return Promise.all(
+      hashes.map((hash) =>
+        hash.length === 32 ? this.#db.get(Bucket.TRIE, hash) : Promise.resolve(undefined),
+      ),
+    );
+  }
+
   /** A store of the chain's trie nodes (through the fork source on a forked chain). */
   #newStore(): NodeStore {
     return new NodeStore(

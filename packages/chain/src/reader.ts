@@ -687,6 +687,11 @@ export class ChainReader {
    * for an unknown block, `UNKNOWN_TRANSACTION` for a transaction not in it, and `CORRUPT`
    * when the block's receipts are missing or do not give its receipts root.
    */
+  /** State trie nodes by hash (see `Chain.trieNodes`). */
+  trieNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    return this.chain.trieNodes(hashes);
+  }
+
   async receiptNodes(blockHash: Uint8Array, txHash: Uint8Array): Promise<Uint8Array[]> {
     const block = await this.chain.getBlockByHash(blockHash);
     if (block === undefined) {

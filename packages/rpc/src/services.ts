@@ -118,6 +118,8 @@ export interface ChainReaderService {
    * error when the block is unknown or the transaction is not in it.
    */
   receiptNodes(blockHash: Uint8Array, txHash: Uint8Array): Promise<readonly Uint8Array[]>;
+  /** State trie nodes by their hash, `undefined` for one the node does not hold. */
+  trieNodes?(hashes: readonly Uint8Array[]): Promise<readonly (Uint8Array | undefined)[]>;
   /** The best Bitcoin height the recent merged-mining proofs state (0 when none states one). */
   bitcoinBestChainHeight(): Promise<bigint>;
 }

@@ -1,8 +1,33 @@
-import { bytesToHex, encodeHeaderForHash, encodeReceipt } from "@nodex/types";
+import { bytesToHex, CodecError, encodeHeaderForHash, encodeReceipt } from "@nodex/types";
+import { jsonType } from "../json.js";
 import { p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type { ChainReaderService } from "../services.js";
+
+/** Hashes one `nodex_getTrieNodes` takes at most. */
+export const MAX_TRIE_NODES = 1024;
+
+/** `nodex_getTrieNodes`' list of node hashes. */
+const nodeHashes = {
+  name: "hashes",
+  optional: false,
+  defaultValue: undefined,
+  parse: (value: unknown, arg: number): Uint8Array[] => {
+    if (!Array.isArray(value))
+      throw new CodecError(arg, `expected an array of node hashes, got ${jsonType(value)}`);
+    if (value.length > MAX_TRIE_NODES)
+      throw new CodecError(arg, `at most ${MAX_TRIE_NODES} hashes a call, got ${value.length}`);
+    return value.map((v, i) => {
+      try {
+        return p.hash.parse(v, arg);
+      } catch (err) {
+        if (err instanceof CodecError) throw new CodecError(arg, `hashes[${i}]: ${err.reason}`);
+        throw err;
+      }
+    });
+  },
+};
 
 /** The chain-specific raw views: header and receipt RLP, the receipt's trie nodes. */
 export function nodexChainModule(reader: ChainReaderService) {
@@ -32,6 +57,16 @@ export function nodexChainModule(reader: ChainReaderService) {
       result: r.json,
       handler: async (_s, [blockHash, txHash]) =>
         (await reader.receiptNodes(blockHash, txHash)).map(bytesToHex),
+    }),
+    // State trie nodes by hash, null for one the node does not hold: what a fork of this chain
+    // asks for when a deletion needs a node that no proof it fetched holds.
+    getTrieNodes: method({
+      params: [nodeHashes],
+      result: r.json,
+      handler: async (_s, [hashes]) => {
+        const nodes = (await reader.trieNodes?.(hashes)) ?? hashes.map(() => undefined);
+        return nodes.map((node) => (node === undefined ? null : bytesToHex(node)));
+      },
     }),
     getRawTransactionReceiptByHash: method({
       params: [p.hash],

@@ -49,6 +49,8 @@ export interface ForkStats {
   readonly nodes: number;
   /** Calls made to the upstream. */
   readonly calls: number;
+  /** Sibling nodes the upstream gave by their hash (`nodex_getTrieNodes`). */
+  readonly nodesByHash: number;
   /** Keys found by search to reach a sibling node, and the candidates tried for them. */
   readonly searches: number;
   readonly searchAttempts: number;
@@ -87,7 +89,18 @@ export class ForkSource implements ForkFetcher {
   readonly #searchLimit: number;
   /** Fetches under way, by what they fetch: concurrent walks meeting the same node share one. */
   readonly #inFlight = new Map<string, Promise<ForkEntries>>();
-  #stats = { accounts: 0, slots: 0, codes: 0, nodes: 0, calls: 0, searches: 0, searchAttempts: 0 };
+  #stats = {
+    accounts: 0,
+    slots: 0,
+    codes: 0,
+    nodes: 0,
+    calls: 0,
+    nodesByHash: 0,
+    searches: 0,
+    searchAttempts: 0,
+  };
+  /** Whether the upstream serves trie nodes by hash; unknown until asked. */
+  #nodesByHash: boolean | undefined;
 
   constructor(options: ForkSourceOptions) {
     if (options.verify === false)
@@ -124,6 +137,12 @@ export class ForkSource implements ForkFetcher {
     missing: MissingNodeError,
   ): Promise<ForkEntries> {
     const onPath = key !== undefined && startsWith(nibbles(keccak256(key)), missing.position);
+    if (!onPath) {
+      // A sibling: asked for by its hash where the upstream serves nodes so (a Nodex node),
+      // searched for by a key leading to it otherwise.
+      const byHash = await this.#nodeByHash(missing.hash);
+      if (byHash !== undefined) return byHash;
+    }
     const target = onPath ? key : this.#search(missing, owner === undefined ? 20 : 32, owner);
     return owner === undefined ? this.fetchAccount(target) : this.fetchStorage(owner, target);
   }
@@ -250,6 +269,40 @@ export class ForkSource implements ForkFetcher {
     if (ops.length > 0) await this.db.write(ops);
     this.#stats.nodes += ops.length;
     return nodes;
+  }
+
+  /**
+   * The node of `hash` from an upstream that serves trie nodes by hash (`nodex_getTrieNodes`),
+   * checked against its hash and written; `undefined` when the upstream has no such method (it is
+   * not asked again) or not that node.
+   */
+  async #nodeByHash(hash: Uint8Array): Promise<ForkEntries | undefined> {
+    if (this.#nodesByHash === false) return undefined;
+    const hex = bytesToUnprefixedHex(hash);
+    return this.#once(`n${hex}`, async () => {
+      let answer: unknown;
+      try {
+        answer = await this.#call("nodex_getTrieNodes", [[bytesToHex(hash)]]);
+      } catch (err) {
+        if (err instanceof StateError && err.code === StateErrorCode.UPSTREAM_ERROR) {
+          this.#nodesByHash = false;
+          return new Map();
+        }
+        throw err;
+      }
+      this.#nodesByHash = true;
+      const node = Array.isArray(answer) ? answer[0] : undefined;
+      if (typeof node !== "string" || !/^0x(?:[0-9a-fA-F]{2})+$/.test(node)) return new Map();
+      const bytes = hexToBytes(node);
+      if (!equalBytes(keccak256(bytes), hash))
+        throw unverified(
+          this.upstream.describe(),
+          `trie node ${bytesToHex(hash)}: the answer's hash is ${bytesToHex(keccak256(bytes))}`,
+          { node: bytesToHex(hash) },
+        );
+      this.#stats.nodesByHash++;
+      return this.#write(new Map([[hex, bytes]]));
+    }).then((entries) => (entries.size === 0 ? undefined : entries));
   }
 
   async #call(method: string, params: unknown[]): Promise<unknown> {

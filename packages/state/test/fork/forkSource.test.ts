@@ -397,6 +397,21 @@ describe("ForkSource: local blocks on the fork", () => {
     expect(await mine.getStorage(up.pair.address, second)).toEqual(word(22n));
   });
 
+  it("asks an upstream that serves nodes by hash for the sibling instead of searching", async () => {
+    const upstream = new StateUpstream(up.db, up.root);
+    upstream.servesNodes = true;
+    const { store, source } = await fork(upstream, { searchLimit: 0 });
+    const mine = await WorldState.open(store, up.root);
+    const theirs = await reference();
+    const [first, second] = up.pair.slots as [Uint8Array, Uint8Array];
+    for (const s of [mine, theirs]) await s.setStorage(up.pair.address, first, new Uint8Array(32));
+    expect(bytesToHex(await mine.commit())).toBe(bytesToHex(await theirs.commit()));
+    const stats = source.stats();
+    expect(stats.nodesByHash).toBe(1);
+    expect(stats.searches).toBe(0);
+    expect(await mine.getStorage(up.pair.address, second)).toEqual(word(22n));
+  });
+
   it("stops with a clear error when no key within the bound leads to the sibling", async () => {
     const { store, db } = await fork(undefined, { searchLimit: 0 });
     const state = await WorldState.open(store, up.root);

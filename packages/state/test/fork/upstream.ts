@@ -16,6 +16,8 @@ import {
   type ForkSourceOptions,
   NodeCache,
   NodeStore,
+  StateError,
+  StateErrorCode,
   type UpstreamCalls,
   WorldState,
 } from "../../src/index.js";
@@ -134,6 +136,8 @@ export class UpstreamUnavailable extends NodexError<"UPSTREAM_UNAVAILABLE"> {}
 export class StateUpstream implements UpstreamCalls {
   readonly calls: { method: string; params: unknown[] }[] = [];
   gone = false;
+  /** Whether it serves `nodex_getTrieNodes`, as a Nodex node does. */
+  servesNodes = false;
   tamper:
     | ((method: string, answer: Record<string, unknown> | string, params: unknown[]) => unknown)
     | undefined;
@@ -181,8 +185,16 @@ export class StateUpstream implements UpstreamCalls {
       const [a, tag] = params as [string, string];
       if (tag !== FORK_BLOCK) throw new Error(`asked for block ${tag}`);
       answer = bytesToHex(await state.getCode(hexToBytes(a) as Address));
+    } else if (method === "nodex_getTrieNodes" && this.servesNodes) {
+      const [hashes] = params as [string[]];
+      const nodes = await Promise.all(hashes.map((h) => this.#store.get(h.slice(2))));
+      return nodes.map((n) => (n === undefined ? null : bytesToHex(n)));
     } else {
-      throw new Error(`method ${method} not served`);
+      // As a node answers a method it does not have: -32601, which the client reports so.
+      throw new StateError(StateErrorCode.UPSTREAM_ERROR, `the method ${method} does not exist`, {
+        method,
+        code: -32601,
+      });
     }
     return this.tamper === undefined ? answer : this.tamper(method, answer, params);
   }
