@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { ChainAnchor } from "@nodex/chain";
 import { type ForkHistory, RPCError } from "@nodex/rpc";
 import {
+  Bucket,
   type Database,
   ForkSource,
   redactUrl,
@@ -18,6 +19,7 @@ import {
   encodeHeader,
   headerHash,
   hexToBytes,
+  keccak256,
   type Logger,
   type NetworkPreset,
   NodexError,
@@ -354,12 +356,15 @@ export class UpstreamHistory implements ForkHistory {
   readonly forkBlock: bigint;
   readonly #upstream: Upstream;
   readonly #local: LocalLookups;
+  readonly #db: Database;
   readonly #cache = new Map<string, unknown>();
 
-  constructor(upstream: Upstream, forkBlock: bigint, local: LocalLookups) {
+  /** `db` keeps the answers (`FORK_HISTORY`): a restart gives them without the upstream. */
+  constructor(upstream: Upstream, forkBlock: bigint, local: LocalLookups, db: Database) {
     this.#upstream = upstream;
     this.forkBlock = forkBlock;
     this.#local = local;
+    this.#db = db;
   }
 
   head(): bigint {
@@ -378,6 +383,13 @@ export class UpstreamHistory implements ForkHistory {
   async forward(method: string, params: readonly unknown[]): Promise<unknown> {
     const key = `${method}:${JSON.stringify(params)}`;
     if (this.#cache.has(key)) return this.#cache.get(key);
+    const dbKey = keccak256(new TextEncoder().encode(key));
+    const kept = await this.#db.get(Bucket.FORK_HISTORY, dbKey);
+    if (kept !== undefined) {
+      const value = JSON.parse(new TextDecoder().decode(kept)) as unknown;
+      this.#remember(key, value);
+      return value;
+    }
     let result: unknown;
     try {
       result = await this.#upstream.call(method, params);
@@ -398,9 +410,24 @@ export class UpstreamHistory implements ForkHistory {
       throw err;
     }
     result = this.#beforeFork(result);
-    if (this.#cache.size >= HISTORY_CACHE_ENTRIES) this.#cache.clear();
-    this.#cache.set(key, result);
+    this.#remember(key, result);
+    // Kept when the database takes writes; an answer not kept is asked for again next time.
+    await this.#db
+      .write([
+        {
+          type: "put",
+          bucket: Bucket.FORK_HISTORY,
+          key: dbKey,
+          value: new TextEncoder().encode(JSON.stringify(result ?? null)),
+        },
+      ])
+      .catch(() => {});
     return result;
+  }
+
+  #remember(key: string, value: unknown): void {
+    if (this.#cache.size >= HISTORY_CACHE_ENTRIES) this.#cache.clear();
+    this.#cache.set(key, value);
   }
 
   /** `null` for a block, transaction or receipt the upstream made after the fork block. */

@@ -292,7 +292,7 @@ export function createNode(
           ...(shared === undefined ? {} : { shared }),
           ...(metrics === undefined ? {} : { metrics }),
           ...(accessLog === undefined ? {} : { accessLog }),
-          ...(fork === undefined ? {} : { history: forkHistory(fork, services) }),
+          ...(fork === undefined ? {} : { history: forkHistory(fork, services, opened.db) }),
         },
       );
       await rpc.start();
@@ -412,20 +412,26 @@ function urlHost(host: string): string {
 }
 
 /** A fork's history: the upstream's answers up to the fork block; the local chain's after. */
-function forkHistory(fork: OpenedFork, services: RPCServices): UpstreamHistory {
+function forkHistory(fork: OpenedFork, services: RPCServices, db: Database): UpstreamHistory {
   const reader = services.reader;
-  return new UpstreamHistory(fork.upstream, fork.point.number, {
-    head: () => services.chain.blockNumber(),
-    blockNumber: async (hash) =>
-      (await reader?.blockByHash(hexToBytes(hash)))?.block.header.number ?? undefined,
-    hasTransaction: async (hash) => {
-      const bytes = hexToBytes(hash);
-      if (reader === undefined) return false;
-      return (
-        (await reader.transaction(bytes)) !== null || reader.pendingTransaction(bytes) !== undefined
-      );
+  return new UpstreamHistory(
+    fork.upstream,
+    fork.point.number,
+    {
+      head: () => services.chain.blockNumber(),
+      blockNumber: async (hash) =>
+        (await reader?.blockByHash(hexToBytes(hash)))?.block.header.number ?? undefined,
+      hasTransaction: async (hash) => {
+        const bytes = hexToBytes(hash);
+        if (reader === undefined) return false;
+        return (
+          (await reader.transaction(bytes)) !== null ||
+          reader.pendingTransaction(bytes) !== undefined
+        );
+      },
     },
-  });
+    db,
+  );
 }
 
 /** The development accounts and their keys, as Hardhat and Anvil print them. */

@@ -34,6 +34,12 @@ export const Bucket = {
    * `logRecordStart` on: `eth_getLogs` reads it instead of the body and receipts.
    */
   LOG_INDEX: 0x0a,
+  /**
+   * A forked chain's history (its upstream's answers about blocks up to the fork block):
+   * keccak256 of the call (method and params as JSON) → the answer's JSON, UTF-8. They cannot
+   * change, so a restart answers them without the upstream.
+   */
+  FORK_HISTORY: 0x0b,
 } as const;
 export type Bucket = (typeof Bucket)[keyof typeof Bucket];
 
