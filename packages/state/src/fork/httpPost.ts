@@ -9,7 +9,12 @@ export type PostOutcome =
       readonly retryAfter: string | null;
       readonly body: string;
     }
-  | { readonly kind: "failed"; readonly reason: string };
+  | {
+      readonly kind: "failed";
+      readonly reason: string;
+      /** No answer came within the time limit (rather than a refused or broken connection). */
+      readonly timedOut?: boolean;
+    };
 
 export interface PostLimits {
   /** The whole exchange (connection, headers and body) is abandoned after this long. */
@@ -56,7 +61,8 @@ export async function postJson(
       body: text,
     };
   } catch (err) {
-    if (timedOut) return { kind: "failed", reason: `no answer within ${limits.timeoutMs} ms` };
+    if (timedOut)
+      return { kind: "failed", reason: `no answer within ${limits.timeoutMs} ms`, timedOut: true };
     if (limits.closed.aborted) return { kind: "failed", reason: "client closed" };
     return { kind: "failed", reason: transportReason(err) };
   } finally {

@@ -403,6 +403,17 @@ describe("Upstream failover", () => {
     expect(stalled.seen).toHaveLength(1);
   });
 
+  it("fails over on the first timeout while another URL is left, retrying only the last", async () => {
+    const stalled = await serve(() => "stall");
+    const backup = await serve(healthy());
+    const upstream = client({ urls: [stalled.url, backup.url], timeoutMs: 50, retries: 3 });
+    expect(await upstream.call("eth_blockNumber")).toBe("0x10");
+    expect(stalled.seen).toHaveLength(1);
+    const alone = client({ urls: [stalled.url], timeoutMs: 50, retries: 2 });
+    const error = await rejection(alone.call("eth_blockNumber"));
+    expect(error.message).toContain(`${stalled.url} (no answer within 50 ms; 3 attempts)`);
+  });
+
   it("times out an answer whose body stops coming", async () => {
     const stalled = await serve(() => "stall-body");
     const upstream = client({ urls: [stalled.url], timeoutMs: 50, retries: 0 });
