@@ -539,6 +539,9 @@ export class Upstream implements UpstreamCalls {
   /** The calls give up on a URL: each moves to the next URL it has not given up on. */
   #failover(calls: PendingCall[], index: number, reason: string): void {
     const from = this.#urls[index] as UrlState;
+    // One warning per outage of a URL: calls that were in flight when it failed fail over one
+    // group after another, and each group after the first says nothing new.
+    let known = from.suspect;
     from.suspect = true;
     from.downUntil = this.#now() + this.#opts.cooldownMs;
     const moves = new Map<number, PendingCall[]>();
@@ -555,12 +558,15 @@ export class Upstream implements UpstreamCalls {
     }
     for (const [next, group] of moves) {
       this.#failovers++;
-      this.#log?.warn("Upstream failing, failing over", {
+      const fields = {
         from: from.endpoint.shown,
         to: (this.#urls[next] as UrlState).endpoint.shown,
         reason,
         calls: group.length,
-      });
+      };
+      if (known) this.#log?.debug?.("Upstream failing, failing over", fields);
+      else this.#log?.warn("Upstream failing, failing over", fields);
+      known = true;
       this.#enqueue(group);
     }
   }
