@@ -30,6 +30,16 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
+/** The receipt of a transaction, polled for (a bounded number of times). */
+async function waitForReceipt(url: string, hash: string) {
+  for (let i = 0; i < 200; i++) {
+    const receipt = await ok(url, "eth_getTransactionReceipt", [hash]);
+    if (receipt !== null) return receipt;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no receipt for ${hash}`);
+}
+
 const start = () =>
   startNode({
     datadir: dir,
@@ -39,7 +49,7 @@ const start = () =>
 
 describe("a fork restarted with its upstream down", () => {
   it("serves what it read and made, refuses the rest as unavailable, and reads again once the upstream is back", async () => {
-    const [a0, a1, a2] = upstream.accounts;
+    const [a0, a1, a2, a3] = upstream.accounts;
     fork = await start();
     const reads: [string, unknown[]][] = [
       ["eth_getBalance", [a1, "latest"]],
@@ -81,6 +91,27 @@ describe("a fork restarted with its upstream down", () => {
     // Still serving.
     expect(Number(await ok(fork.url, "eth_blockNumber"))).toBe(upstream.forkBlock + 1);
 
+    // A call, and a transaction, that need state never fetched: refused alike, nothing mined.
+    const holder = `0x70a08231${new Wallet(KEY0).address.slice(2).padStart(64, "0")}`;
+    const refusedCall = await call(fork.url, "eth_call", [
+      { to: upstream.token, data: holder },
+      "latest",
+    ]);
+    expect(refusedCall.error?.code).toBe(-32002);
+    const signed = await new Wallet(KEY0).signTransaction({
+      to: a3,
+      value: 7n,
+      nonce: Number(
+        await ok(fork.url, "eth_getTransactionCount", [new Wallet(KEY0).address, "latest"]),
+      ),
+      gasLimit: 50_000,
+      gasPrice: BigInt(await ok(fork.url, "eth_gasPrice")),
+      chainId: 33,
+    });
+    const refusedTx = await call(fork.url, "eth_sendRawTransaction", [signed]);
+    expect(refusedTx.error?.code).toBe(-32002);
+    expect(Number(await ok(fork.url, "eth_blockNumber"))).toBe(upstream.forkBlock + 1);
+
     proxy.mode = "503";
     const down = await call(fork.url, "eth_getStorageAt", [upstream.token, "0x2", "latest"]);
     expect(down.error?.code).toBe(-32002);
@@ -88,6 +119,14 @@ describe("a fork restarted with its upstream down", () => {
 
     proxy.mode = "forward";
     expect(await ok(fork.url, "eth_getBalance", [a2, "latest"])).toBe(hex(1002));
+    expect(
+      BigInt(await ok(fork.url, "eth_call", [{ to: upstream.token, data: holder }, "latest"])),
+    ).toBe(1_000_000n);
+    // The refused transaction was not kept ("already known" otherwise): sending it again mines it.
+    const mined = await ok(fork.url, "eth_sendRawTransaction", [signed]);
+    const minedReceipt = await waitForReceipt(fork.url, mined);
+    expect(Number(minedReceipt.blockNumber)).toBe(upstream.forkBlock + 2);
+    expect(await ok(fork.url, "eth_getBalance", [a3, "latest"])).toBe(hex(1003 + 7));
     expect(await ok(fork.url, "eth_getStorageAt", [upstream.token, "0x2", "latest"])).toBe(
       await ok(upstream.node.url, "eth_getStorageAt", [
         upstream.token,
