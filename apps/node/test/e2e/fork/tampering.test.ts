@@ -93,7 +93,11 @@ describe("a fork of an upstream that tampers with its answers", () => {
       redirect: () => (c) =>
         c.method === "eth_getProof" ? { ...c, params: [c.params[0], c.params[1], "0x0"] } : c,
       read: () => ["eth_getBalance", [upstream.accounts[2], "latest"]],
-      says: () => [`account ${upstream.accounts[2]}`, "does not hold node"],
+      says: () => [
+        `account ${upstream.accounts[2]}`,
+        "the account proof does not hold node",
+        "the root: it is a proof of another state, not one from the state root 0x",
+      ],
       right: async () => hex(1002),
     },
     {
