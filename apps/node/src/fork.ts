@@ -74,9 +74,16 @@ interface ForkFile {
 
 const FORK_FILE = "fork.json";
 
+/** A fork point, and whether it is new (not yet written to the datadir: see `keepForkPoint`). */
+export interface FoundForkPoint {
+  readonly point: ForkPoint;
+  readonly kept: boolean;
+}
+
 /**
  * The fork point: the one the datadir holds when it holds one (checked against the settings),
- * otherwise the upstream's block the settings name, written to the datadir.
+ * otherwise the upstream's block the settings name (`kept: false`: the caller writes it with
+ * `keepForkPoint` once the datadir's chain has taken it).
  */
 export async function forkPoint(
   upstream: Upstream,
@@ -84,7 +91,7 @@ export async function forkPoint(
   network: NetworkPreset,
   datadir: string,
   logger: Logger,
-): Promise<ForkPoint> {
+): Promise<FoundForkPoint> {
   const kept = readForkFile(datadir);
   if (kept !== undefined) {
     if (fork.block !== undefined && fork.block !== kept.number)
@@ -98,16 +105,41 @@ export async function forkPoint(
         `the datadir ${datadir} holds a fork of block ${kept.hash}, not of --fork-block-hash ${fork.blockHash}: use another --datadir for another fork point`,
       );
     logger.info("Fork", { block: kept.number.toString(), hash: kept.hash, from: "datadir" });
-    return kept;
+    return { point: kept, kept: true };
   }
   const point = await askForkPoint(upstream, fork, network);
-  await writeForkFile(datadir, point, fork.urls);
   logger.info("Fork", {
     block: point.number.toString(),
     hash: point.hash,
     header: point.exact ? "the upstream's" : "made from the upstream's fields",
   });
-  return point;
+  return { point, kept: false };
+}
+
+/**
+ * Writes a new fork point to the datadir (fork.json), so that a restart needs no upstream.
+ * Only once the datadir's chain has taken the point: a datadir that refused it (one holding
+ * another chain) is left as it was, with no fork.json to contradict it.
+ */
+export function keepForkPoint(datadir: string, point: ForkPoint, urls: readonly string[]) {
+  return writeForkFile(datadir, point, urls);
+}
+
+/**
+ * Refuses a datadir that holds a fork when the node starts without `--fork-url`: its state
+ * past what was fetched is the upstream's, which only a fork's settings can reach.
+ */
+export function refuseForkDatadir(datadir: string): void {
+  const kept = readForkFile(datadir);
+  if (kept === undefined) return;
+  const path = join(datadir, FORK_FILE);
+  const { upstreams } = JSON.parse(readFileSync(path, "utf8")) as Partial<ForkFile>;
+  const from =
+    Array.isArray(upstreams) && upstreams.length > 0 ? ` of ${upstreams.join(", ")}` : "";
+  throw new ForkError(
+    ForkErrorCode.DATADIR,
+    `the datadir ${datadir} holds a fork of block ${kept.number}${from} (${path}): start it with --fork-url (the upstream is asked only for state not fetched yet), or use another --datadir`,
+  );
 }
 
 /** The upstream's fork block, as the settings name it. */
@@ -285,6 +317,8 @@ function isLocalUrl(text: string): boolean {
 export interface OpenedFork {
   readonly upstream: Upstream;
   readonly point: ForkPoint;
+  /** Writes the fork point to the datadir if it is new; call once the chain has opened on it. */
+  keep(): Promise<void>;
   /** The chain's first block. */
   readonly anchor: ChainAnchor;
   /** The source of the upstream's state, on the node's database. */
@@ -305,7 +339,7 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
   // are not spaced out when the upstream has been idle.
   const upstream = new Upstream({ urls: [...fork.urls], rps, burst: rps, logger: log });
   try {
-    const point = await forkPoint(upstream, fork, config.network, config.datadir, log);
+    const { point, kept } = await forkPoint(upstream, fork, config.network, config.datadir, log);
     if (!fork.verify)
       log.warn("Upstream state is taken at its word: --fork-verify off checks nothing it sends");
     log.info("Forking", {
@@ -314,9 +348,15 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
       verify: fork.verify ? "on" : "off",
       rps: fork.rps ?? (rps === LOCAL_RPS ? "none (upstreams on this machine)" : rps),
     });
+    let written = kept;
     return {
       upstream,
       point,
+      async keep() {
+        if (written) return;
+        await keepForkPoint(config.datadir, point, fork.urls);
+        written = true;
+      },
       anchor: { header: point.header },
       source: (db) =>
         new ForkSource({

@@ -36,7 +36,7 @@ import { AccessLogWriter } from "./accessLog.js";
 import { openWallet } from "./accounts/index.js";
 import { openChain } from "./chainSetup.js";
 import type { NodeConfig } from "./config.js";
-import { type OpenedFork, openFork, UpstreamHistory } from "./fork.js";
+import { type OpenedFork, openFork, refuseForkDatadir, UpstreamHistory } from "./fork.js";
 import { HeavyRequestPool } from "./heavyPool.js";
 import { registerNodeGauges } from "./metrics.js";
 import { createNetwork, peersView, scoringView } from "./network.js";
@@ -112,12 +112,15 @@ export function createNode(
       });
       startSignatureRecovery(config, logger);
       if (config.fork !== undefined) fork = await openFork(config, logger);
+      else if (opts.anchor === undefined) refuseForkDatadir(config.datadir);
       const opened = await openChain(
         config,
         logger,
         opts.anchor ?? fork?.anchor,
         fork === undefined ? undefined : (database) => fork!.source(database),
       );
+      // The chain took the fork point: the datadir keeps it from now on.
+      await fork?.keep();
       db = opened.db;
       const { chain, executor, rules } = opened;
       // A new fork's development accounts get their funds on top of the upstream's state, as

@@ -23,6 +23,14 @@ import {
 } from "@nodex/types";
 import { MinerError, MinerErrorCode } from "./errors.js";
 
+/** Failures to read a fork's state from its upstream (`@nodex/state`'s fork codes). */
+const FORK_STATE_FAILURES: ReadonlySet<string> = new Set([
+  StateErrorCode.UPSTREAM_UNAVAILABLE,
+  StateErrorCode.UPSTREAM_ERROR,
+  StateErrorCode.UPSTREAM_CLOSED,
+  StateErrorCode.FORK_UNVERIFIED,
+  StateErrorCode.FORK_NODE_UNAVAILABLE,
+]);
 /** The least and most gas limit `evm_setBlockGasLimit` takes. */
 const MIN_BLOCK_GAS_LIMIT = 21_000n;
 const MAX_BLOCK_GAS_LIMIT = 1n << 63n;
@@ -229,6 +237,10 @@ export class BlockProducer implements PendingSource {
       // the pool, and is mined once writes land again.
       if (err instanceof StateError && err.code === StateErrorCode.STORAGE_UNAVAILABLE)
         return tx.hash;
+      // A fork's upstream did not give the state the block needs (down, or its answer did not
+      // hold up): the sender hears why, and the transaction is not kept, since nothing would
+      // mine it once the upstream is back; sending it again is the retry.
+      if (err instanceof StateError && FORK_STATE_FAILURES.has(err.code)) pool.remove([tx.hash]);
       throw err;
     }
     const rejected = mined?.rejected.find((r) => equalBytes(r.tx.hash, tx.hash));

@@ -87,6 +87,11 @@ const domainCodes: Readonly<Record<string, number>> = {
   [StateErrorCode.UPSTREAM_UNAVAILABLE]: RPCErrorCode.RESOURCE_UNAVAILABLE,
   [StateErrorCode.UPSTREAM_CLOSED]: RPCErrorCode.RESOURCE_UNAVAILABLE,
   [StateErrorCode.UPSTREAM_ERROR]: RPCErrorCode.SERVER_ERROR,
+  // The upstream answered, but not with the fork block's state (its message names the upstream,
+  // the account or slot and what differed), or a node it holds cannot be reached: nothing of
+  // it was kept, and the same read is asked again next time.
+  [StateErrorCode.FORK_UNVERIFIED]: RPCErrorCode.SERVER_ERROR,
+  [StateErrorCode.FORK_NODE_UNAVAILABLE]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.NOT_SUPPORTED]: RPCErrorCode.SERVER_ERROR,
   [MinerErrorCode.INVALID_TIMESTAMP]: RPCErrorCode.INVALID_PARAMS,
   [MinerErrorCode.INVALID_ARGUMENT]: RPCErrorCode.INVALID_PARAMS,

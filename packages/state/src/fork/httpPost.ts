@@ -11,7 +11,12 @@ export type PostOutcome =
       readonly retryAfter: string | null;
       readonly body: string;
     }
-  | { readonly kind: "failed"; readonly reason: string };
+  | {
+      readonly kind: "failed";
+      readonly reason: string;
+      /** No answer came within the time limit (rather than a refused or broken connection). */
+      readonly timedOut?: boolean;
+    };
 
 export interface PostLimits {
   /** The whole exchange (connection, headers and body) is abandoned after this long. */
@@ -99,7 +104,11 @@ export function postJson(
       },
     );
     const timer = setTimeout(() => {
-      settle({ kind: "failed", reason: `no answer within ${limits.timeoutMs} ms` });
+      settle({
+        kind: "failed",
+        reason: `no answer within ${limits.timeoutMs} ms`,
+        timedOut: true,
+      });
       req.destroy();
     }, limits.timeoutMs);
     const onClose = (): void => {

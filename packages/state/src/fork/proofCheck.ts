@@ -126,6 +126,9 @@ async function provenValue(
     if (ref.length === 0) return null;
     const hex = bytesToUnprefixedHex(ref);
     const bytes = byHash.get(hex);
+    // Without the root node, the proof is of another root (another block's state, say).
+    if (bytes === undefined && equalBytes(ref, root))
+      throw fail(`does not hold node ${hex}, the root: it is a proof of another state, not one`);
     if (bytes === undefined) throw fail(`does not hold node ${hex}, on the path`);
     walked.set(hex, bytes);
     try {

@@ -68,6 +68,8 @@ interface Failure {
   readonly retryAfterMs?: number | undefined;
   /** Waiting will not change it (an HTTP 4xx): fail over without retrying this URL. */
   readonly final: boolean;
+  /** The URL did not answer within `timeoutMs`. */
+  readonly timedOut?: boolean;
 }
 
 interface UrlState {
@@ -120,7 +122,8 @@ const TRANSIENT_STATUS = new Set([408, 502, 503, 504]);
  * - Rate limits (HTTP 429, JSON-RPC -32005 or "rate limit"/"too many requests"), 5xx, 408,
  *   connection errors, timeouts and unusable answers are retried with capped exponential
  *   backoff and jitter (`Retry-After` honoured up to `maxRetryAfterMs`), `retries` times per
- *   URL; then the calls fail over to the next URL in the ring. A 4xx fails over at once.
+ *   URL; then the calls fail over to the next URL in the ring. A 4xx fails over at once, and
+ *   so does a timeout while another URL is left to try (a stalled upstream costs one timeout).
  *   After a rate limit, nothing more goes to that URL until the backoff has passed: calls for
  *   it are held and leave together then.
  * - A URL given up on is passed over by new calls for `cooldownMs`, then preferred again in the
@@ -374,7 +377,8 @@ export class Upstream implements UpstreamCalls {
 
   /** Settles what the outcome answers; the failure of the request, if it is one. */
   #read(chunk: PendingCall[], index: number, outcome: PostOutcome): Failure | undefined {
-    if (outcome.kind === "failed") return transport(outcome.reason);
+    if (outcome.kind === "failed")
+      return { ...transport(outcome.reason), timedOut: outcome.timedOut === true };
     const batch = chunk.length > 1;
     const { status } = outcome;
     if (status === 429) {
@@ -476,7 +480,9 @@ export class Upstream implements UpstreamCalls {
     for (const call of chunk) {
       if (call.settled) continue;
       call.attempts++;
-      const exhausted = call.attempts >= this.#allowedAttempts(call, index);
+      const exhausted =
+        call.attempts >= this.#allowedAttempts(call, index) ||
+        (failure.timedOut === true && this.#otherUrlLeft(call, index));
       (failure.final || exhausted ? move : stay).push(call);
     }
     if (move.length > 0) this.#failover(move, index, failure.reason);
@@ -490,6 +496,16 @@ export class Upstream implements UpstreamCalls {
       (other, i) => i !== index && !other.suspect && !call.given.has(i),
     );
     return url.suspect && healthyLeft ? 1 : this.#opts.retries + 1;
+  }
+
+  /**
+   * Whether the call has a URL other than `index` left to try. A URL that let a request time
+   * out is left at once when there is: each retry of a stalled upstream costs a whole
+   * `timeoutMs` (10 s by default), so retries there would hold every call for a minute before
+   * it fails over.
+   */
+  #otherUrlLeft(call: PendingCall, index: number): boolean {
+    return this.#urls.some((_, i) => i !== index && !call.given.has(i));
   }
 
   async #retryLater(calls: PendingCall[], index: number, failure: Failure): Promise<void> {
@@ -523,6 +539,9 @@ export class Upstream implements UpstreamCalls {
   /** The calls give up on a URL: each moves to the next URL it has not given up on. */
   #failover(calls: PendingCall[], index: number, reason: string): void {
     const from = this.#urls[index] as UrlState;
+    // One warning per outage of a URL: calls that were in flight when it failed fail over one
+    // group after another, and each group after the first says nothing new.
+    let known = from.suspect;
     from.suspect = true;
     from.downUntil = this.#now() + this.#opts.cooldownMs;
     const moves = new Map<number, PendingCall[]>();
@@ -539,12 +558,15 @@ export class Upstream implements UpstreamCalls {
     }
     for (const [next, group] of moves) {
       this.#failovers++;
-      this.#log?.warn("Upstream failing, failing over", {
+      const fields = {
         from: from.endpoint.shown,
         to: (this.#urls[next] as UrlState).endpoint.shown,
         reason,
         calls: group.length,
-      });
+      };
+      if (known) this.#log?.debug?.("Upstream failing, failing over", fields);
+      else this.#log?.warn("Upstream failing, failing over", fields);
+      known = true;
       this.#enqueue(group);
     }
   }

@@ -510,7 +510,9 @@ describe("ForkSource: a wrong answer is caught and nothing of it kept", () => {
       (s) => s.getAccount(a()),
     );
     // The liar's proof starts from its own root node.
-    expect(error.message).toContain(`does not hold node ${bytesToHex(up.root).slice(2)}`);
+    expect(error.message).toContain(
+      `does not hold node ${bytesToHex(up.root).slice(2)}, the root: it is a proof of another state, not one from the state root ${bytesToHex(up.root)}`,
+    );
   });
 
   it("a node changed in the proof", async () => {

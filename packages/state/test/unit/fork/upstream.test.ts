@@ -403,6 +403,37 @@ describe("Upstream failover", () => {
     expect(stalled.seen).toHaveLength(1);
   });
 
+  it("fails over on the first timeout while another URL is left, retrying only the last", async () => {
+    const stalled = await serve(() => "stall");
+    const backup = await serve(healthy());
+    const upstream = client({ urls: [stalled.url, backup.url], timeoutMs: 50, retries: 3 });
+    expect(await upstream.call("eth_blockNumber")).toBe("0x10");
+    expect(stalled.seen).toHaveLength(1);
+    const alone = client({ urls: [stalled.url], timeoutMs: 50, retries: 2 });
+    const error = await rejection(alone.call("eth_blockNumber"));
+    expect(error.message).toContain(`${stalled.url} (no answer within 50 ms; 3 attempts)`);
+  });
+
+  it("warns once when requests in flight on a stalled upstream fail over one after another", async () => {
+    const stalled = await serve(() => "stall");
+    const backup = await serve(healthy());
+    const { lines, logger } = logLines();
+    const upstream = client(
+      { urls: [stalled.url, backup.url], timeoutMs: 1000, retries: 0 },
+      { logger },
+    );
+    const first = upstream.call("eth_blockNumber");
+    // The second call leaves in a request of its own, once the first has reached the upstream.
+    for (let i = 0; i < 900 && stalled.seen.length === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(stalled.seen).toHaveLength(1);
+    const second = upstream.call("eth_getBalance", [address(7), "latest"]);
+    expect(await Promise.all([first, second])).toEqual(["0x10", balance(7)]);
+    expect(stalled.seen).toHaveLength(2);
+    expect(upstream.stats().failovers).toBe(2);
+    expect(lines.map((l) => l.msg)).toEqual(["Upstream failing, failing over"]);
+  });
+
   it("times out an answer whose body stops coming", async () => {
     const stalled = await serve(() => "stall-body");
     const upstream = client({ urls: [stalled.url], timeoutMs: 50, retries: 0 });
