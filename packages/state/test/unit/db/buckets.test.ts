@@ -20,6 +20,7 @@ describe("buckets", () => {
       META: 0x08,
       SENDERS: 0x09,
       LOG_INDEX: 0x0a,
+      FORK_HISTORY: 0x0b,
     });
   });
 
