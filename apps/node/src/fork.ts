@@ -144,7 +144,9 @@ async function askForkPoint(
     );
   const own = await upstreamHeader(upstream, number, hash);
   if (own !== undefined) return { number, hash, header: own, exact: true };
-  return { number, hash, header: headerFromJson(block, network), exact: false };
+  // A Nodex upstream without the debug module: its JSON block has every field of its header.
+  const made = headerFromJson(block, network);
+  return { number, hash, header: made, exact: bytesToHex(headerHash(made)) === hash };
 }
 
 /**
@@ -167,15 +169,25 @@ async function upstreamHeader(
 }
 
 /**
- * A header of this chain's form with the upstream block's fields (another node's header has
- * another form, so its hash differs from the upstream's).
+ * A header of this chain's form with the upstream block's fields: the upstream's own header when
+ * it is a Nodex node (its JSON block names every field), otherwise one whose hash differs from
+ * the upstream's (another node's header has another form).
  */
 function headerFromJson(block: unknown, network: NetworkPreset): BlockHeader {
   const get = (name: string) => field(block, name);
-  const optionalQuantity = (name: string, fallback: bigint) => {
+  const present = (name: string) => {
     const v = (block as Record<string, unknown>)[name];
-    return v === undefined || v === null ? fallback : quantity(v, name);
+    return v === undefined || v === null ? undefined : v;
   };
+  const optionalQuantity = (name: string, fallback: bigint) => {
+    const v = present(name);
+    return v === undefined ? fallback : quantity(v, name);
+  };
+  const optionalBytes = (name: string) => {
+    const v = present(name);
+    return v === undefined ? new Uint8Array() : hexToBytes(bytes(v, name));
+  };
+  const uncles = present("uncles");
   return {
     parentHash: hexToBytes(data(get("parentHash"), "parentHash", 32)),
     unclesHash: hexToBytes(data(get("sha3Uncles"), "sha3Uncles", 32)),
@@ -189,15 +201,29 @@ function headerFromJson(block: unknown, network: NetworkPreset): BlockHeader {
     gasLimit: quantity(get("gasLimit"), "gasLimit"),
     gasUsed: quantity(get("gasUsed"), "gasUsed"),
     timestamp: quantity(get("timestamp"), "timestamp"),
-    extraData: new Uint8Array(),
-    paidFees: 0n,
+    extraData: optionalBytes("extraData"),
+    paidFees: optionalQuantity("paidFees", 0n),
     minimumGasPrice: optionalQuantity("minimumGasPrice", network.genesis.minimumGasPrice),
-    uncleCount: 0,
+    uncleCount: Array.isArray(uncles) ? uncles.length : 0,
     ummRoot: new Uint8Array(),
-    bitcoinMergedMiningHeader: new Uint8Array(),
-    bitcoinMergedMiningMerkleProof: new Uint8Array(),
-    bitcoinMergedMiningCoinbaseTransaction: new Uint8Array(),
+    bitcoinMergedMiningHeader: optionalBytes("bitcoinMergedMiningHeader"),
+    bitcoinMergedMiningMerkleProof: optionalBytes("bitcoinMergedMiningMerkleProof"),
+    bitcoinMergedMiningCoinbaseTransaction: optionalBytes("bitcoinMergedMiningCoinbaseTransaction"),
   };
+}
+
+/** Hex data of any length (at most 1 MB). */
+function bytes(value: unknown, name: string): string {
+  if (
+    typeof value !== "string" ||
+    value.length > 2 + 2 * 2 ** 20 ||
+    !/^0x(?:[0-9a-fA-F]{2})*$/.test(value)
+  )
+    throw new ForkError(
+      ForkErrorCode.HEADER,
+      `the upstream's ${name} is not hex data: ${JSON.stringify(value)?.slice(0, 80)}`,
+    );
+  return value;
 }
 
 function field(value: unknown, name: string): unknown {
@@ -337,12 +363,19 @@ export class UpstreamHistory implements ForkHistory {
   readonly forkBlock: bigint;
   readonly #upstream: Upstream;
   readonly #local: LocalLookups;
+  readonly #exact: boolean;
   readonly #cache = new Map<string, unknown>();
 
-  constructor(upstream: Upstream, forkBlock: bigint, local: LocalLookups) {
+  /**
+   * `exact`: whether the local fork block has the upstream's hash (`ForkPoint.exact`). When it
+   * has not, its own hash (the next block's parent hash) names the local header, which the
+   * upstream does not know.
+   */
+  constructor(upstream: Upstream, forkBlock: bigint, local: LocalLookups, exact = true) {
     this.#upstream = upstream;
     this.forkBlock = forkBlock;
     this.#local = local;
+    this.#exact = exact;
   }
 
   head(): bigint {
@@ -351,7 +384,8 @@ export class UpstreamHistory implements ForkHistory {
 
   async isLocalBlock(hash: string): Promise<boolean> {
     const number = await this.#local.blockNumber(hash);
-    return number !== undefined && number > this.forkBlock;
+    if (number === undefined) return false;
+    return number > this.forkBlock || (number === this.forkBlock && !this.#exact);
   }
 
   isLocalTransaction(hash: string): Promise<boolean> {

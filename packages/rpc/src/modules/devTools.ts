@@ -68,7 +68,11 @@ const optionalCount = (what: string) => ({
   defaultValue: undefined as bigint | undefined,
 });
 
-/** `hardhat_reset`'s optional argument: forking parameters, which this node does not take yet. */
+/**
+ * `hardhat_reset`'s optional argument. Forking parameters are refused: a chain starts from one
+ * block (genesis, or the block a fork goes on from, kept in the datadir) and cannot be moved to
+ * another network's block; a reset without them goes back to that first block.
+ */
 const resetOptions = {
   name: "reset options",
   optional: true,
@@ -78,7 +82,10 @@ const resetOptions = {
       throw new CodecError(arg, `expected an object, got ${jsonType(value)}`);
     const o = value as Record<string, unknown>;
     if (o.forking !== undefined && o.forking !== null)
-      throw new CodecError(arg, "forking: resetting onto another network is not supported");
+      throw new CodecError(
+        arg,
+        "forking: a reset onto another fork point is not supported; restart nodex with --fork-url <url> --fork-block <number> and a new --datadir for that block (a reset without params goes back to this chain's first block)",
+      );
     for (const key of Object.keys(o))
       if (key !== "forking") throw new CodecError(arg, `unknown field ${JSON.stringify(key)}`);
     return undefined;
