@@ -31,6 +31,8 @@ export const ForkErrorCode = {
   HEADER: "FORK_HEADER",
   /** The datadir holds a fork of another block. */
   DATADIR: "FORK_DATADIR",
+  /** A fork mode not supported yet (`--fork-verify off`). */
+  UNSUPPORTED: "FORK_UNSUPPORTED",
 } as const;
 export type ForkErrorCode = (typeof ForkErrorCode)[keyof typeof ForkErrorCode];
 
@@ -309,12 +311,16 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
   const fork = config.fork;
   if (fork === undefined) throw new Error("openFork needs a fork config");
   const log = logger.child({ module: "fork" });
+  // Refused before anything is asked or written: the state source takes only checked answers.
+  if (!fork.verify)
+    throw new ForkError(
+      ForkErrorCode.UNSUPPORTED,
+      "--fork-verify off (the upstream's state taken unchecked, for a node without eth_getProof) is not supported yet: fork a node that serves eth_getProof (Nodex, geth, Anvil, Hardhat's node)",
+    );
   await mkdir(config.datadir, { recursive: true });
   const upstream = new Upstream({ urls: [...fork.urls], rps: fork.rps, logger: log });
   try {
     const point = await forkPoint(upstream, fork, config.network, config.datadir, log);
-    if (!fork.verify)
-      log.warn("Upstream state is taken at its word: --fork-verify off checks nothing it sends");
     log.info("Forking", {
       upstreams: upstream.describe(),
       block: point.number.toString(),
