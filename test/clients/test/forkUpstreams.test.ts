@@ -304,7 +304,8 @@ describe("a fork of a node without eth_getProof", () => {
       });
       req.on("end", async () => {
         // One call or a batch: Anvil answers all but eth_getProof, refused as not served.
-        const calls = JSON.parse(body) as { id: unknown; method: string }[] | { id: unknown };
+        type Call = { id: unknown; method: string };
+        const calls = JSON.parse(body) as Call[] | Call;
         const upstream = await fetch(anvil.url, {
           method: "POST",
           headers: { "content-type": "application/json" },
@@ -312,10 +313,7 @@ describe("a fork of a node without eth_getProof", () => {
         });
         const answers = (await upstream.json()) as { id: unknown }[] | { id: unknown };
         const methods = new Map(
-          (Array.isArray(calls) ? calls : [calls]).map((c) => [
-            JSON.stringify(c.id),
-            (c as { method: string }).method,
-          ]),
+          (Array.isArray(calls) ? calls : [calls]).map((c) => [JSON.stringify(c.id), c.method]),
         );
         const refuse = (a: { id: unknown }) =>
           methods.get(JSON.stringify(a.id)) === "eth_getProof"
