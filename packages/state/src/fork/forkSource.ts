@@ -307,11 +307,12 @@ function noProofs(error: unknown, upstream: string): StateError | undefined {
     return undefined;
   const { code, message } = error.meta as { code?: unknown; message?: unknown };
   const text = typeof message === "string" ? message : "";
+  // A message saying a method is not served, not that something it asked for is missing
+  // ("header not found" is a pruned block, not a missing method).
   const unserved =
     (typeof code === "number" && NO_METHOD_CODES.has(code)) ||
-    /not (supported|found|available|implemented)|does not exist|unsupported|unknown method/i.test(
-      text,
-    );
+    (/method|eth_getProof/i.test(text) &&
+      /not (supported|found|available|implemented)|does not exist|unsupported|unknown/i.test(text));
   if (!unserved) return undefined;
   return new StateError(
     StateErrorCode.FORK_UNSUPPORTED,
