@@ -296,6 +296,8 @@ async function writeForkFile(datadir: string, point: ForkPoint, urls: readonly s
 /** A fork's upstream and its point, ready for the chain to open on. */
 export interface OpenedFork {
   readonly upstream: Upstream;
+  /** The `--fork-url`s, as given. */
+  readonly urls: readonly string[];
   readonly point: ForkPoint;
   /** The chain's first block. */
   readonly anchor: ChainAnchor;
@@ -329,6 +331,7 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
     });
     return {
       upstream,
+      urls: fork.urls,
       point,
       anchor: { header: point.header },
       source: (db) =>
@@ -367,6 +370,7 @@ const HISTORY_CACHE_ENTRIES = 4096;
  */
 export class UpstreamHistory implements ForkHistory {
   readonly forkBlock: bigint;
+  readonly upstreamUrls: readonly string[];
   readonly #upstream: Upstream;
   readonly #local: LocalLookups;
   readonly #exact: boolean;
@@ -375,11 +379,18 @@ export class UpstreamHistory implements ForkHistory {
   /**
    * `exact`: whether the local fork block has the upstream's hash (`ForkPoint.exact`). When it
    * has not, its own hash (the next block's parent hash) names the local header, which the
-   * upstream does not know.
+   * upstream does not know. `upstreamUrls`: the `--fork-url`s.
    */
-  constructor(upstream: Upstream, forkBlock: bigint, local: LocalLookups, exact = true) {
+  constructor(
+    upstream: Upstream,
+    forkBlock: bigint,
+    local: LocalLookups,
+    exact = true,
+    upstreamUrls: readonly string[] = [],
+  ) {
     this.#upstream = upstream;
     this.forkBlock = forkBlock;
+    this.upstreamUrls = upstreamUrls;
     this.#local = local;
     this.#exact = exact;
   }

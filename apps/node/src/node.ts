@@ -441,6 +441,7 @@ function forkHistory(fork: OpenedFork, services: RPCServices): UpstreamHistory {
       },
     },
     fork.point.exact,
+    fork.urls,
   );
 }
 

@@ -207,14 +207,26 @@ describe("the development helpers on a fork of a Nodex devnet", () => {
     expect(Number(await ok(fork.url, "eth_blockNumber"))).toBe(forkBlock);
   });
 
-  it("refuses a reset onto another fork point, saying how to get one", async () => {
-    for (const method of ["hardhat_reset", "anvil_reset"]) {
-      const res = await call(fork.url, method, [
-        { forking: { jsonRpcUrl: upstream.url, blockNumber: forkBlock - 1 } },
-      ]);
-      expect(res.error?.code).toBe(-32602);
-      expect(res.error?.message).toMatch(/--fork-block/);
-    }
+  it("takes forking params of its own fork point; refuses another, saying how to get one", async () => {
+    await ok(fork.url, "evm_mine");
+    // The network helpers' reset(url, block) with this fork's URL and block: a plain reset.
+    expect(
+      await ok(fork.url, "hardhat_reset", [
+        { forking: { jsonRpcUrl: upstream.url, blockNumber: forkBlock } },
+      ]),
+    ).toBe(true);
+    expect(Number(await ok(fork.url, "eth_blockNumber"))).toBe(forkBlock);
+    for (const forking of [
+      { jsonRpcUrl: upstream.url, blockNumber: forkBlock - 1 },
+      { jsonRpcUrl: upstream.url },
+      { jsonRpcUrl: "http://127.0.0.1:9", blockNumber: forkBlock },
+    ])
+      for (const method of ["hardhat_reset", "anvil_reset"]) {
+        const res = await call(fork.url, method, [{ forking }]);
+        expect(res.error?.code).toBe(-32602);
+        expect(res.error?.message).toContain(`this chain is a fork of block ${forkBlock}`);
+        expect(res.error?.message).toContain("--fork-block");
+      }
     expect(Number(await ok(fork.url, "eth_blockNumber"))).toBe(forkBlock);
   });
 });
