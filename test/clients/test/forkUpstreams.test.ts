@@ -47,6 +47,24 @@ async function rpc(url: string, method: string, params: unknown[] = []): Promise
 }
 const hex = (n: number | bigint) => `0x${n.toString(16)}`;
 
+interface Receipt {
+  readonly contractAddress: string;
+  readonly status: string;
+}
+
+/**
+ * The receipt of `hash`: Anvil answers eth_sendTransaction before its block is in, so the
+ * receipt is asked again until it is there (at most 500 times, 10 ms apart).
+ */
+async function mined(url: string, hash: unknown): Promise<Receipt> {
+  for (let i = 0; i < 500; i++) {
+    const receipt = (await rpc(url, "eth_getTransactionReceipt", [hash])) as Receipt | null;
+    if (receipt !== null) return receipt;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`transaction ${String(hash)} was not mined on ${url}`);
+}
+
 interface Upstream {
   readonly url: string;
   stop(): Promise<void>;
@@ -139,11 +157,7 @@ async function startHardhatNode(): Promise<Upstream> {
  */
 async function deployCounter(url: string): Promise<{ address: string; block: number }> {
   const send = async (tx: Record<string, string>) => {
-    const hash = await rpc(url, "eth_sendTransaction", [{ from: DEV0, ...tx }]);
-    return (await rpc(url, "eth_getTransactionReceipt", [hash])) as {
-      contractAddress: string;
-      status: string;
-    };
+    return mined(url, await rpc(url, "eth_sendTransaction", [{ from: DEV0, ...tx }]));
   };
   const deployed = await send({ data: counter.bytecode });
   expect(deployed.status).toBe("0x1");
@@ -256,12 +270,12 @@ describe("a fork of Anvil", () => {
   });
 
   it("goes on from Anvil's state: a transaction on the contract", async () => {
-    const hash = await rpc(fork.url, "eth_sendTransaction", [
-      { from: DEV0, to: contract, data: abi.encodeFunctionData("increment") },
-    ]);
-    const receipt = (await rpc(fork.url, "eth_getTransactionReceipt", [hash])) as {
-      status: string;
-    };
+    const receipt = await mined(
+      fork.url,
+      await rpc(fork.url, "eth_sendTransaction", [
+        { from: DEV0, to: contract, data: abi.encodeFunctionData("increment") },
+      ]),
+    );
     expect(receipt.status).toBe("0x1");
     const count = abi.encodeFunctionData("count");
     expect(
@@ -331,8 +345,12 @@ describe("a fork of a node without eth_getProof", () => {
     proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     // A block past genesis: Anvil's genesis state is regtest's (the same funded accounts), which
     // the fork has without asking.
-    await rpc(anvil.url, "eth_sendTransaction", [{ from: DEV0, to: PAYEE, value: hex(1) }]);
+    await mined(
+      anvil.url,
+      await rpc(anvil.url, "eth_sendTransaction", [{ from: DEV0, to: PAYEE, value: hex(1) }]),
+    );
     forkBlock = Number(await rpc(anvil.url, "eth_blockNumber"));
+    expect(forkBlock).toBeGreaterThan(0);
   }, 60_000);
 
   afterAll(async () => {
