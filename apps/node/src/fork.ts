@@ -148,7 +148,29 @@ async function askForkPoint(
   if (own !== undefined) return { number, hash, header: own, exact: true };
   // A Nodex upstream without the debug module: its JSON block has every field of its header.
   const made = headerFromJson(block, network);
+  await checkEmptyState(upstream, number, made.stateRoot);
   return { number, hash, header: made, exact: bytesToHex(headerHash(made)) === hash };
+}
+
+/** The state root of a trie with no keys. */
+const EMPTY_TRIE_ROOT = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
+
+/**
+ * Refuses a fork block whose header names an empty state while the upstream's proofs show
+ * accounts there: Anvil's genesis block says so of its funded accounts. Such a fork would start
+ * from nothing (an empty root needs no fetch), silently. Anything else the upstream answers
+ * (an error, no proof) leaves the state reads to say what is wrong.
+ */
+async function checkEmptyState(upstream: Upstream, number: bigint, stateRoot: Uint8Array) {
+  if (bytesToHex(stateRoot) !== EMPTY_TRIE_ROOT) return;
+  const probe = `0x${"00".repeat(20)}`;
+  const answer = await upstream.call("eth_getProof", [probe, [], hex(number)]).catch(() => null);
+  const nodes = (answer as { accountProof?: unknown } | null)?.accountProof;
+  if (!Array.isArray(nodes) || nodes.length === 0 || nodes[0] === "0x80") return;
+  throw new ForkError(
+    ForkErrorCode.BLOCK,
+    `the upstream's block ${number} has the empty state root, yet its eth_getProof shows accounts: its header does not commit to its state (Anvil's genesis block is such a block); fork a later block (--fork-block ${number + 1n} or later, once the upstream has one)`,
+  );
 }
 
 /**

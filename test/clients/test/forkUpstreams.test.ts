@@ -269,6 +269,18 @@ describe("a fork of Anvil", () => {
     expect(await rpc(fork.url, "eth_getBlockByNumber", [hex(forkBlock + 2), false])).toBeNull();
   });
 
+  it("refuses Anvil's genesis block, whose header names an empty state", async () => {
+    const failed = await startNodex({ args: forkArgs(anvil.url, 0) }).then(
+      async (node) => {
+        await node.stop();
+        return undefined;
+      },
+      (err: Error) => err.message,
+    );
+    expect(failed).toMatch(/block 0 has the empty state root, yet its eth_getProof shows accounts/);
+    expect(failed).toContain("--fork-block 1");
+  });
+
   it("goes on from Anvil's state: a transaction on the contract", async () => {
     const receipt = await mined(
       fork.url,
