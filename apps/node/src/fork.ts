@@ -33,6 +33,8 @@ export const ForkErrorCode = {
   HEADER: "FORK_HEADER",
   /** The datadir holds a fork of another block. */
   DATADIR: "FORK_DATADIR",
+  /** A fork mode not supported yet (`--fork-verify off`). */
+  UNSUPPORTED: "FORK_UNSUPPORTED",
 } as const;
 export type ForkErrorCode = (typeof ForkErrorCode)[keyof typeof ForkErrorCode];
 
@@ -176,30 +178,74 @@ async function askForkPoint(
       ForkErrorCode.BLOCK,
       `the upstream's block ${number} has hash ${hash}, not ${fork.blockHash} (--fork-block-hash)`,
     );
-  // A Nodex (or reference node) upstream's block shows every field of its header: the header
-  // made from them is its own, of the same hash. Another node's gives a header of this chain's
-  // form with its fields, of another hash.
-  const header = headerFromJson(block, network);
-  return { number, hash, header, exact: bytesToHex(headerHash(header)) === hash };
+  const own = await upstreamHeader(upstream, number, hash);
+  if (own !== undefined) return { number, hash, header: own, exact: true };
+  // A Nodex upstream without the debug module: its JSON block has every field of its header.
+  const made = headerFromJson(block, network);
+  await checkEmptyState(upstream, number, made.stateRoot);
+  return { number, hash, header: made, exact: bytesToHex(headerHash(made)) === hash };
+}
+
+/** The state root of a trie with no keys. */
+const EMPTY_TRIE_ROOT = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
+
+/**
+ * Refuses a fork block whose header names an empty state while the upstream's proofs show
+ * accounts there: Anvil's genesis block says so of its funded accounts. Such a fork would start
+ * from nothing (an empty root needs no fetch), silently. Anything else the upstream answers
+ * (an error, no proof) leaves the state reads to say what is wrong.
+ */
+async function checkEmptyState(upstream: Upstream, number: bigint, stateRoot: Uint8Array) {
+  if (bytesToHex(stateRoot) !== EMPTY_TRIE_ROOT) return;
+  const probe = `0x${"00".repeat(20)}`;
+  const answer = await upstream.call("eth_getProof", [probe, [], hex(number)]).catch(() => null);
+  const nodes = (answer as { accountProof?: unknown } | null)?.accountProof;
+  if (!Array.isArray(nodes) || nodes.length === 0 || nodes[0] === "0x80") return;
+  throw new ForkError(
+    ForkErrorCode.BLOCK,
+    `the upstream's block ${number} has the empty state root, yet its eth_getProof shows accounts: its header does not commit to its state (Anvil's genesis block is such a block); fork a later block (--fork-block ${number + 1n} or later, once the upstream has one)`,
+  );
 }
 
 /**
- * A header of this chain's form with the upstream block's fields: the merged-mining fields,
- * paid fees and minimum gas price where the block shows them (a Nodex or reference node
- * upstream), empty or the network's otherwise.
+ * The upstream's own header when it is a Nodex node (its `debug_getRawHeader` decodes to a
+ * header of the block's hash); `undefined` for other nodes.
+ */
+async function upstreamHeader(
+  upstream: Upstream,
+  number: bigint,
+  hash: string,
+): Promise<BlockHeader | undefined> {
+  try {
+    const raw = await upstream.call("debug_getRawHeader", [hex(number)]);
+    if (typeof raw !== "string") return undefined;
+    const header = decodeHeader(hexToBytes(raw));
+    return bytesToHex(headerHash(header)) === hash ? header : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A header of this chain's form with the upstream block's fields: the upstream's own header when
+ * it is a Nodex node (its JSON block names every field), otherwise one whose hash differs from
+ * the upstream's (another node's header has another form).
  */
 function headerFromJson(block: unknown, network: NetworkPreset): BlockHeader {
   const get = (name: string) => field(block, name);
-  const shown = (name: string) => (block as Record<string, unknown>)[name] ?? undefined;
+  const present = (name: string) => {
+    const v = (block as Record<string, unknown>)[name];
+    return v === undefined || v === null ? undefined : v;
+  };
   const optionalQuantity = (name: string, fallback: bigint) => {
-    const v = shown(name);
+    const v = present(name);
     return v === undefined ? fallback : quantity(v, name);
   };
   const optionalBytes = (name: string) => {
-    const v = shown(name);
-    return v === undefined ? new Uint8Array() : hexToBytes(anyData(v, name));
+    const v = present(name);
+    return v === undefined ? new Uint8Array() : hexToBytes(bytes(v, name));
   };
-  const uncles = shown("uncles");
+  const uncles = present("uncles");
   return {
     parentHash: hexToBytes(data(get("parentHash"), "parentHash", 32)),
     unclesHash: hexToBytes(data(get("sha3Uncles"), "sha3Uncles", 32)),
@@ -222,6 +268,20 @@ function headerFromJson(block: unknown, network: NetworkPreset): BlockHeader {
     bitcoinMergedMiningMerkleProof: optionalBytes("bitcoinMergedMiningMerkleProof"),
     bitcoinMergedMiningCoinbaseTransaction: optionalBytes("bitcoinMergedMiningCoinbaseTransaction"),
   };
+}
+
+/** Hex data of any length (at most 1 MB). */
+function bytes(value: unknown, name: string): string {
+  if (
+    typeof value !== "string" ||
+    value.length > 2 + 2 * 2 ** 20 ||
+    !/^0x(?:[0-9a-fA-F]{2})*$/.test(value)
+  )
+    throw new ForkError(
+      ForkErrorCode.HEADER,
+      `the upstream's ${name} is not hex data: ${JSON.stringify(value)?.slice(0, 80)}`,
+    );
+  return value;
 }
 
 function field(value: unknown, name: string): unknown {
@@ -247,16 +307,6 @@ function data(value: unknown, name: string, bytes: number): string {
     throw new ForkError(
       ForkErrorCode.HEADER,
       `the upstream's ${name} is not ${bytes} bytes of hex: ${JSON.stringify(value)?.slice(0, 80)}`,
-    );
-  return value.toLowerCase();
-}
-
-/** Hex data of any length (even), lower case. */
-function anyData(value: unknown, name: string): string {
-  if (typeof value !== "string" || !/^0x([0-9a-fA-F]{2})*$/.test(value))
-    throw new ForkError(
-      ForkErrorCode.HEADER,
-      `the upstream's ${name} is not hex data: ${JSON.stringify(value)?.slice(0, 80)}`,
     );
   return value.toLowerCase();
 }
@@ -316,6 +366,8 @@ function isLocalUrl(text: string): boolean {
 /** A fork's upstream and its point, ready for the chain to open on. */
 export interface OpenedFork {
   readonly upstream: Upstream;
+  /** The `--fork-url`s, as given. */
+  readonly urls: readonly string[];
   readonly point: ForkPoint;
   /** Writes the fork point to the datadir if it is new; call once the chain has opened on it. */
   keep(): Promise<void>;
@@ -333,6 +385,12 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
   const fork = config.fork;
   if (fork === undefined) throw new Error("openFork needs a fork config");
   const log = logger.child({ module: "fork" });
+  // Refused before anything is asked or written: the state source takes only checked answers.
+  if (!fork.verify)
+    throw new ForkError(
+      ForkErrorCode.UNSUPPORTED,
+      "--fork-verify off (the upstream's state taken unchecked, for a node without eth_getProof) is not supported yet: fork a node that serves eth_getProof (Nodex, geth, Anvil, Hardhat's node)",
+    );
   await mkdir(config.datadir, { recursive: true });
   const rps = forkRps(fork);
   // A second's worth of requests may go at once after a quiet spell: a script's first reads
@@ -340,8 +398,6 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
   const upstream = new Upstream({ urls: [...fork.urls], rps, burst: rps, logger: log });
   try {
     const { point, kept } = await forkPoint(upstream, fork, config.network, config.datadir, log);
-    if (!fork.verify)
-      log.warn("Upstream state is taken at its word: --fork-verify off checks nothing it sends");
     log.info("Forking", {
       upstreams: upstream.describe(),
       block: point.number.toString(),
@@ -351,6 +407,7 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
     let written = kept;
     return {
       upstream,
+      urls: fork.urls,
       point,
       async keep() {
         if (written) return;
@@ -394,17 +451,33 @@ const HISTORY_CACHE_ENTRIES = 4096;
  */
 export class UpstreamHistory implements ForkHistory {
   readonly forkBlock: bigint;
+  readonly upstreamUrls: readonly string[];
   readonly #upstream: Upstream;
   readonly #local: LocalLookups;
   readonly #db: Database;
+  readonly #exact: boolean;
   readonly #cache = new Map<string, unknown>();
 
-  /** `db` keeps the answers (`FORK_HISTORY`): a restart gives them without the upstream. */
-  constructor(upstream: Upstream, forkBlock: bigint, local: LocalLookups, db: Database) {
+  /**
+   * `db` keeps the answers (`FORK_HISTORY`): a restart gives them without the upstream.
+   * `exact`: whether the local fork block has the upstream's hash (`ForkPoint.exact`). When it
+   * has not, its own hash (the next block's parent hash) names the local header, which the
+   * upstream does not know. `upstreamUrls`: the `--fork-url`s.
+   */
+  constructor(
+    upstream: Upstream,
+    forkBlock: bigint,
+    local: LocalLookups,
+    db: Database,
+    exact = true,
+    upstreamUrls: readonly string[] = [],
+  ) {
     this.#upstream = upstream;
     this.forkBlock = forkBlock;
+    this.upstreamUrls = upstreamUrls;
     this.#local = local;
     this.#db = db;
+    this.#exact = exact;
   }
 
   head(): bigint {
@@ -413,7 +486,8 @@ export class UpstreamHistory implements ForkHistory {
 
   async isLocalBlock(hash: string): Promise<boolean> {
     const number = await this.#local.blockNumber(hash);
-    return number !== undefined && number > this.forkBlock;
+    if (number === undefined) return false;
+    return number > this.forkBlock || (number === this.forkBlock && !this.#exact);
   }
 
   isLocalTransaction(hash: string): Promise<boolean> {

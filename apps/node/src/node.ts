@@ -125,16 +125,18 @@ export function createNode(
       const { chain, executor, rules } = opened;
       // A new fork's development accounts get their funds on top of the upstream's state, as
       // Anvil's and Hardhat's forks give them: an edit of the fork block's state, no block.
-      if (
-        fork !== undefined &&
-        chain.head.block.header.number === fork.point.number &&
-        chain.stateEdits().size === 0
-      ) {
+      const fundDevAccounts = async () => {
         await chain.editHeadState(async (state) => {
           for (const account of deriveDevAccounts())
             await state.setBalance(account.address, DEV_ACCOUNT_BALANCE);
         });
-      }
+      };
+      if (
+        fork !== undefined &&
+        chain.head.block.header.number === fork.point.number &&
+        chain.stateEdits().size === 0
+      )
+        await fundDevAccounts();
       // Free space below the minimum, or a failed write: the node refuses what needs a write
       // (transactions, blocks), serves reads, and takes writes again once a probe lands.
       storage = new StorageMonitor(
@@ -147,7 +149,15 @@ export function createNode(
       if (config.network.devAccounts)
         printDevAccounts(fork !== undefined || !chain.firstBlock.anchored);
       const wallet = await openWallet(config, logger.child({ module: "accounts" }));
-      core = createCore(config, chain, executor, logger, wallet);
+      // A reset goes back to the fork block's state: the funds are given again on top of it.
+      core = createCore(
+        config,
+        chain,
+        executor,
+        logger,
+        wallet,
+        fork === undefined ? undefined : fundDevAccounts,
+      );
       if (config.stateFile !== undefined)
         await loadStateFile(config.stateFile, core.producer, logger.child({ module: "state" }));
       // The transactions kept in the journal come back; automine mines them, an interval starts.
@@ -434,6 +444,8 @@ function forkHistory(fork: OpenedFork, services: RPCServices, db: Database): Ups
       },
     },
     db,
+    fork.point.exact,
+    fork.urls,
   );
 }
 

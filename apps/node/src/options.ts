@@ -700,7 +700,7 @@ export const OPTIONS: readonly OptionDef[] = [
     env: "NODEX_FORK_VERIFY",
     valueName: "on|off",
     description:
-      "with --fork-url, check every account, storage slot and code fetched against the fork block's state root (needs eth_getProof upstream); off for upstreams without proofs, which the node then takes at their word, and says so at start",
+      "with --fork-url, check every account, storage slot and code fetched against the fork block's state root (needs eth_getProof upstream: Nodex, geth, Anvil and Hardhat's node serve it); off, for upstreams without proofs, is not supported yet and refused at start",
     defaultText: "on",
     parse: oneOf(["on", "off"]),
   },

@@ -45,6 +45,8 @@ export function createCore(
   logger: Logger,
   /** The node's accounts (dev accounts and the keystore); without it, the dev addresses only. */
   wallet?: WalletService,
+  /** What `evm_reset` does once back at the first block (`BlockProducerOptions.afterReset`). */
+  afterReset?: () => Promise<void>,
 ): NodeCore {
   const { network } = config;
   let accounts: readonly Address[] | undefined;
@@ -80,6 +82,7 @@ export function createCore(
     startMining: config.automine,
     ...(config.blockGasLimit === undefined ? {} : { blockGasLimit: config.blockGasLimit }),
     coinbase: getCoinbase,
+    ...(afterReset === undefined ? {} : { afterReset }),
     logger: logger.child({ module: "producer" }),
   });
   reader.setPendingSource(producer);

@@ -70,6 +70,11 @@ export interface BlockProducerOptions {
    * it, `evm_reset` puts it back.
    */
   readonly blockGasLimit?: bigint;
+  /**
+   * What `evm_reset` does once the chain is back at its first block with no edits of state: a
+   * fork funds the development accounts again on the upstream's state, as when it started.
+   */
+  readonly afterReset?: () => Promise<void>;
   readonly logger: Logger;
 }
 
@@ -98,6 +103,7 @@ export class BlockProducer implements PendingSource {
   readonly #log: Logger;
   readonly #startMining: boolean;
   readonly #configuredGasLimit: bigint | undefined;
+  readonly #afterReset: (() => Promise<void>) | undefined;
   /** Whether a block is mined for each transaction received (off: they wait for `minePending`). */
   #autoMining: boolean;
   /** Whether automine is wanted (configured, or set by `evm_setAutomine`) when mining runs. */
@@ -135,6 +141,7 @@ export class BlockProducer implements PendingSource {
     this.#coinbase = opts.coinbase;
     this.#configuredGasLimit = opts.blockGasLimit;
     this.#gasLimit = opts.blockGasLimit;
+    this.#afterReset = opts.afterReset;
     this.#log = opts.logger;
     this.#startMining = opts.startMining ?? true;
     // A new head makes the pending block stale, whatever moved it.
@@ -411,11 +418,12 @@ export class BlockProducer implements PendingSource {
 
   /**
    * `evm_reset`: back to the chain's first block (genesis, or the anchor of an anchored chain),
-   * nothing waiting, no snapshots, the real clock.
+   * nothing waiting, no snapshots, the real clock; then `afterReset`.
    */
   async reset(): Promise<void> {
     this.#snapshots.clear();
     await this.#chain.rewindTo(this.#chain.firstBlock.number);
+    await this.#afterReset?.();
     await this.#admission.replaceAll([]);
     this.#timeOffset = 0n;
     this.#nextTimestamp = undefined;

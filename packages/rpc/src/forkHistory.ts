@@ -10,6 +10,8 @@
 export interface ForkHistory {
   /** The fork block's number: blocks up to it are the upstream's. */
   readonly forkBlock: bigint;
+  /** The upstream's URLs as the node was given them (`hardhat_reset` compares its params). */
+  readonly upstreamUrls: readonly string[];
   /** The local chain's head number (the fork block until a block is made on it). */
   head(): bigint;
   /** Whether a block of this hash is the local chain's own (one after the fork block). */

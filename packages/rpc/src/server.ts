@@ -181,7 +181,11 @@ export function createRPCServer(opts: RPCOptions, deps: RPCServerDeps): RPCServe
   if (dev !== undefined) {
     // One id for the life of this process: Hardhat's helpers tell nodes apart by it.
     const instanceId = bytesToHex(randomBytes(32));
-    chainModules.push(evmModule(dev), hardhatModule(dev, instanceId), anvilModule(dev, instanceId));
+    chainModules.push(
+      evmModule(dev),
+      hardhatModule(dev, instanceId, deps.history),
+      anvilModule(dev, instanceId, deps.history),
+    );
     if (reader !== undefined) chainModules.push(devEthModule(dev, reader));
   }
   if (miner !== undefined) chainModules.push(...miningModules(miner));

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { MODULES_WITH_DEBUG, startNodex } from "./helpers/nodex.js";
+import { DEV_ACCOUNT, DEV_ACCOUNT_2, MODULES_WITH_DEBUG, startNodex } from "./helpers/nodex.js";
 
 const PROJECT = fileURLToPath(new URL("../hardhat/", import.meta.url));
 const require = createRequire(import.meta.url);
@@ -55,12 +55,23 @@ function hardhat(
   });
 }
 
-async function runSuite(): Promise<{ report: MochaReport; output: string; nodeLogs: string }> {
+interface SuiteRun {
+  readonly report: MochaReport;
+  readonly output: string;
+  readonly nodeLogs: string;
+}
+
+/** Compiles the project once; the runs after it take its artifacts. */
+async function compileProject(): Promise<void> {
   const compiled = await hardhat(["compile", "--quiet"], {});
   if (compiled.code !== 0) throw new Error(`hardhat compile failed:\n${compiled.output}`);
+}
+
+/** `hardhat test` against a node started with `args` after the defaults. */
+async function runSuite(args: readonly string[] = []): Promise<SuiteRun> {
   const node = await startNodex({
     clientVersion: "HardhatNetwork/nodex",
-    args: ["--rpc-modules", MODULES_WITH_DEBUG],
+    args: ["--rpc-modules", MODULES_WITH_DEBUG, ...args],
   });
   const dir = mkdtempSync(join(tmpdir(), "nodex-hardhat-report-"));
   const file = join(dir, "mocha.json");
@@ -83,27 +94,41 @@ async function runSuite(): Promise<{ report: MochaReport; output: string; nodeLo
   }
 }
 
-const { report, output, nodeLogs } = await runSuite();
+/**
+ * The project against a fork of a Nodex devnet that holds a block of its own: its contracts
+ * deploy on the upstream's state, from the development accounts funded on top of it.
+ */
+async function runSuiteOnFork(): Promise<SuiteRun> {
+  const upstream = await startNodex({ network: "--devnet" });
+  try {
+    const send = await fetch(upstream.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_sendTransaction",
+        params: [{ from: DEV_ACCOUNT, to: DEV_ACCOUNT_2, value: "0x1" }],
+      }),
+    });
+    const sent = (await send.json()) as { error?: unknown };
+    if (sent.error !== undefined) throw new Error(`devnet: ${JSON.stringify(sent.error)}`);
+    return await runSuite(["--fork-url", upstream.url, "--fork-block", "1"]);
+  } finally {
+    await upstream.stop();
+  }
+}
+
+await compileProject();
+const regtest = await runSuite();
+const forked = await runSuiteOnFork();
 
 function name(t: MochaTest): string {
   return t.file === undefined ? t.fullTitle : `${basename(t.file)} › ${t.fullTitle}`;
 }
 
-describe("the Hardhat project against nodex --regtest", () => {
-  it(`ran its ${AT_LEAST} tests or more`, () => {
-    expect(report.stats.tests, output).toBeGreaterThanOrEqual(AT_LEAST);
-  });
-
-  it("the node printed Vault's console.log lines (hardhat/console.sol) in its log", () => {
-    const lines = nodeLogs
-      .split("\n")
-      .filter((l) => l.includes('"msg":"console.log"') && l.endsWith("}"))
-      .map((l) => (JSON.parse(l) as { message?: string }).message);
-    expect(lines).toContainEqual(
-      expect.stringMatching(/^Vault: withdrawing 1000000000000000000 wei at \d+$/),
-    );
-  });
-
+/** A vitest case per mocha test of `run`, and per failed hook. */
+function casesOf({ report }: SuiteRun): void {
   const ran = new Set(report.tests.map((t) => t.fullTitle));
   // A failed hook (`"before each" hook for …`) is a failure that is not a test.
   for (const hook of report.failures.filter((f) => !ran.has(f.fullTitle))) {
@@ -124,4 +149,31 @@ describe("the Hardhat project against nodex --regtest", () => {
       }
     });
   }
+}
+
+describe("the Hardhat project against nodex --regtest", () => {
+  const { report, output, nodeLogs } = regtest;
+  it(`ran its ${AT_LEAST} tests or more`, () => {
+    expect(report.stats.tests, output).toBeGreaterThanOrEqual(AT_LEAST);
+  });
+
+  it("the node printed Vault's console.log lines (hardhat/console.sol) in its log", () => {
+    const lines = nodeLogs
+      .split("\n")
+      .filter((l) => l.includes('"msg":"console.log"') && l.endsWith("}"))
+      .map((l) => (JSON.parse(l) as { message?: string }).message);
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^Vault: withdrawing 1000000000000000000 wei at \d+$/),
+    );
+  });
+
+  casesOf(regtest);
+});
+
+describe("the Hardhat project against nodex --regtest --fork-url <a Nodex devnet>", () => {
+  it(`ran its ${AT_LEAST} tests or more on the fork`, () => {
+    expect(forked.report.stats.tests, forked.output).toBeGreaterThanOrEqual(AT_LEAST);
+    expect(forked.nodeLogs).toContain('"msg":"Forking"');
+  });
+  casesOf(forked);
 });

@@ -10,6 +10,7 @@ import {
   parseData,
 } from "@nodex/types";
 import { invalidParams } from "../errors.js";
+import type { ForkHistory } from "../forkHistory.js";
 import { jsonType, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
@@ -68,22 +69,67 @@ const optionalCount = (what: string) => ({
   defaultValue: undefined as bigint | undefined,
 });
 
-/** `hardhat_reset`'s optional argument: forking parameters, which this node does not take yet. */
+/** `hardhat_reset`'s forking params: the upstream's URL and its block (Hardhat's `forking`). */
+interface ResetForking {
+  readonly jsonRpcUrl: string;
+  readonly blockNumber: bigint | undefined;
+}
+
+/** `hardhat_reset`'s optional argument: `{forking?: {jsonRpcUrl, blockNumber?}}`. */
 const resetOptions = {
   name: "reset options",
   optional: true,
-  defaultValue: undefined as undefined,
-  parse: (value: unknown, arg: number): undefined => {
+  defaultValue: undefined as ResetForking | undefined,
+  parse: (value: unknown, arg: number): ResetForking | undefined => {
     if (typeof value !== "object" || value === null || Array.isArray(value))
       throw new CodecError(arg, `expected an object, got ${jsonType(value)}`);
     const o = value as Record<string, unknown>;
-    if (o.forking !== undefined && o.forking !== null)
-      throw new CodecError(arg, "forking: resetting onto another network is not supported");
     for (const key of Object.keys(o))
       if (key !== "forking") throw new CodecError(arg, `unknown field ${JSON.stringify(key)}`);
-    return undefined;
+    if (o.forking === undefined || o.forking === null) return undefined;
+    if (typeof o.forking !== "object" || Array.isArray(o.forking))
+      throw new CodecError(arg, `forking: expected an object, got ${jsonType(o.forking)}`);
+    const f = o.forking as Record<string, unknown>;
+    if (typeof f.jsonRpcUrl !== "string")
+      throw new CodecError(
+        arg,
+        `forking.jsonRpcUrl: expected a URL, got ${jsonType(f.jsonRpcUrl)}`,
+      );
+    const blockNumber =
+      f.blockNumber === undefined || f.blockNumber === null
+        ? undefined
+        : flexibleInteger("forking.blockNumber").parse(f.blockNumber, arg);
+    return { jsonRpcUrl: f.jsonRpcUrl, blockNumber };
   },
 };
+
+/**
+ * Whether a reset's forking params name this node's own fork point (one of its `--fork-url`s and
+ * its fork block): a chain starts from one block, kept in its datadir, and is not moved to
+ * another network's block; a reset to its own fork point is a reset without params.
+ */
+function checkResetForking(forking: ResetForking, history: ForkHistory | undefined): void {
+  const same =
+    history !== undefined &&
+    forking.blockNumber === history.forkBlock &&
+    history.upstreamUrls.some((url) => sameUrl(url, forking.jsonRpcUrl));
+  if (same) return;
+  const here =
+    history === undefined
+      ? "this chain is not a fork"
+      : `this chain is a fork of block ${history.forkBlock}`;
+  throw invalidParams(
+    `forking: a reset onto another fork point is not supported (${here}); restart nodex with --fork-url <url> --fork-block <number> and a new --datadir for that block (a reset without params, or with this fork's own URL and block, goes back to this chain's first block)`,
+  );
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    return new URL(a).href === new URL(b).href;
+  } catch {
+    return a === b;
+  }
+}
 
 const address = { ...p.address, parse: parseAddress };
 
@@ -121,7 +167,7 @@ const LATEST = { kind: "tag", tag: "latest" } as const;
  * The methods shared by both prefixes; `done` is what a method that answers nothing answers:
  * `true` (Hardhat) or `null` (Anvil).
  */
-function devToolMethods(dev: DevControls, done: true | null) {
+function devToolMethods(dev: DevControls, done: true | null, history: ForkHistory | undefined) {
   const edit = (name: string) => `${done === true ? "hardhat" : "anvil"}_${name}`;
   return {
     setBalance: method({
@@ -238,7 +284,8 @@ function devToolMethods(dev: DevControls, done: true | null) {
     reset: method({
       params: [resetOptions],
       result: r.json,
-      handler: async () => {
+      handler: async (_s, [forking]) => {
+        if (forking !== undefined) checkResetForking(forking, history);
         await dev.reset();
         return done;
       },
@@ -265,9 +312,9 @@ async function metadata(
 }
 
 /** `hardhat_*`: the helpers under Hardhat's names and answers. */
-export function hardhatModule(dev: DevControls, instanceId: string) {
+export function hardhatModule(dev: DevControls, instanceId: string, history?: ForkHistory) {
   return defineModule("hardhat" satisfies ModuleName, {
-    ...devToolMethods(dev, true),
+    ...devToolMethods(dev, true, history),
     dropTransaction: method({
       params: [p.hash],
       result: r.boolean,
@@ -287,9 +334,9 @@ export function hardhatModule(dev: DevControls, instanceId: string) {
 }
 
 /** `anvil_*`: the helpers under Anvil's names and answers. */
-export function anvilModule(dev: DevControls, instanceId: string) {
+export function anvilModule(dev: DevControls, instanceId: string, history?: ForkHistory) {
   return defineModule("anvil" satisfies ModuleName, {
-    ...devToolMethods(dev, null),
+    ...devToolMethods(dev, null, history),
     dropTransaction: method({
       params: [p.hash],
       result: r.json,

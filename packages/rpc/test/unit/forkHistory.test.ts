@@ -55,6 +55,7 @@ function setup(forkBlock = 100n, head = 120n) {
   const forwarded: { method: string; params: readonly unknown[] }[] = [];
   const history: ForkHistory = {
     forkBlock,
+    upstreamUrls: ["http://127.0.0.1:8545"],
     head: () => head,
     isLocalBlock: async (hash) => hash === HASH_LOCAL,
     isLocalTransaction: async (hash) => hash === HASH_LOCAL,

@@ -241,11 +241,16 @@ export class ForkSource implements ForkFetcher {
 
   /** `eth_getProof(address, slots)` at the fork block, checked against its state root. */
   async #proof(address: Uint8Array, slots: readonly Uint8Array[]): Promise<CheckedProof> {
-    const answer = await this.#call("eth_getProof", [
-      bytesToHex(address),
-      slots.map((s) => bytesToHex(s)),
-      this.blockTag,
-    ]);
+    let answer: unknown;
+    try {
+      answer = await this.#call("eth_getProof", [
+        bytesToHex(address),
+        slots.map((s) => bytesToHex(s)),
+        this.blockTag,
+      ]);
+    } catch (error) {
+      throw noProofs(error, this.upstream.describe()) ?? error;
+    }
     const checked = await checkProof(
       answer,
       address,
@@ -386,6 +391,32 @@ function findCandidate(
     if (matches(i)) return { index: i, tried: i + 1 };
   }
   return { index: -1, tried: Math.max(limit, 0) };
+}
+
+/** JSON-RPC codes of a method the server does not serve (-32004: Hardhat's and Ganache's). */
+const NO_METHOD_CODES = new Set([-32601, -32004]);
+
+/**
+ * `STATE_FORK_UNSUPPORTED` when `error` is the upstream's refusal of `eth_getProof` as a method
+ * it does not serve (a node without proofs: the state cannot be checked), `undefined` otherwise.
+ */
+function noProofs(error: unknown, upstream: string): StateError | undefined {
+  if (!(error instanceof StateError) || error.code !== StateErrorCode.UPSTREAM_ERROR)
+    return undefined;
+  const { code, message } = error.meta as { code?: unknown; message?: unknown };
+  const text = typeof message === "string" ? message : "";
+  // A message saying a method is not served, not that something it asked for is missing
+  // ("header not found" is a pruned block, not a missing method).
+  const unserved =
+    (typeof code === "number" && NO_METHOD_CODES.has(code)) ||
+    (/method|eth_getProof/i.test(text) &&
+      /not (supported|found|available|implemented)|does not exist|unsupported|unknown/i.test(text));
+  if (!unserved) return undefined;
+  return new StateError(
+    StateErrorCode.FORK_UNSUPPORTED,
+    `the fork's upstream ${upstream} has no eth_getProof (it answered ${String(code)}: ${text.slice(0, 120)}): the forked state is read through eth_getProof and checked against the fork block's state root; fork a node that serves it (Nodex, geth, Anvil, Hardhat's node); --fork-verify off, which would take the upstream's state unchecked, is not supported yet`,
+    { upstream, method: "eth_getProof" },
+  );
 }
 
 /** A node the fork root's walk needs is not in the database yet. */

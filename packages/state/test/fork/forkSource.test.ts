@@ -247,6 +247,37 @@ describe("ForkSource: lazy, verified reads", () => {
     expect(error.code).toBe(StateErrorCode.FORK_UNSUPPORTED);
     expect(error.message).toContain("not supported yet");
   });
+
+  it("says an upstream that does not serve eth_getProof has none; other refusals pass", async () => {
+    const refusal = (code: number, message: string) => () => {
+      throw new StateError(StateErrorCode.UPSTREAM_ERROR, `upstream answered with ${code}`, {
+        code,
+        message,
+      });
+    };
+    const noMethod = new StateUpstream(up.db, up.root, "http://127.0.0.1:7545");
+    noMethod.tamper = refusal(-32601, "Method eth_getProof not found");
+    const { store } = await fork(noMethod);
+    const error = await rejection(WorldState.open(store, up.root));
+    expect(error.code).toBe(StateErrorCode.FORK_UNSUPPORTED);
+    expect(error.message).toMatch(
+      /^the fork's upstream http:\/\/127\.0\.0\.1:7545 has no eth_getProof/,
+    );
+    expect(error.message).toContain("--fork-verify off");
+
+    const notSupported = new StateUpstream(up.db, up.root);
+    notSupported.tamper = refusal(-32000, "the method eth_getProof is not supported");
+    const second = await fork(notSupported);
+    expect((await rejection(WorldState.open(second.store, up.root))).code).toBe(
+      StateErrorCode.FORK_UNSUPPORTED,
+    );
+
+    const failing = new StateUpstream(up.db, up.root);
+    failing.tamper = refusal(-32000, "header not found");
+    const third = await fork(failing);
+    const other = await rejection(WorldState.open(third.store, up.root));
+    expect(other.code).toBe(StateErrorCode.UPSTREAM_ERROR);
+  });
 });
 
 describe("ForkSource: local blocks on the fork", () => {

@@ -34,6 +34,8 @@ export interface StartOptions {
   /** `--client-version`: what `web3_clientVersion` answers (`HardhatNetwork/nodex`, `anvil/nodex`). */
   readonly clientVersion?: string;
   readonly args?: readonly string[];
+  /** The network flag: `--regtest` unless told (`--devnet`). */
+  readonly network?: string;
 }
 
 /** Starts `nodex --regtest` on a free port of 127.0.0.1 with a temporary datadir. */
@@ -41,7 +43,7 @@ export async function startNodex(opts: StartOptions = {}): Promise<Nodex> {
   const datadir = mkdtempSync(join(tmpdir(), "nodex-clients-"));
   const args = [
     NODEX_BIN,
-    "--regtest",
+    opts.network ?? "--regtest",
     "--no-p2p",
     "--datadir",
     datadir,

@@ -103,6 +103,18 @@ describe("a fork of a Nodex devnet", () => {
     const erc20 = new Contract(token, Token!.abi, new Wallet(KEY0, provider));
     const receipt = await (await erc20.getFunction("transfer")(HOLDERS[0], 5n)).wait();
     expect(receipt!.blockNumber).toBe(forkBlock + 1);
+    // The fork block is the upstream's own header (a Nodex upstream's JSON names all its fields):
+    // the first local block's parent is the upstream's block.
+    const first = await ok(fork.url, "eth_getBlockByNumber", [
+      `0x${(forkBlock + 1).toString(16)}`,
+      false,
+    ]);
+    const theirs = await ok(upstream.url, "eth_getBlockByNumber", [
+      `0x${forkBlock.toString(16)}`,
+      false,
+    ]);
+    expect(first.parentHash).toBe(theirs.hash);
+    expect(fork.logs()).toContain(`"header":"the upstream's"`);
     expect(await erc20.getFunction("balanceOf")(HOLDERS[0])).toBe(105n);
     const data = `0x70a08231${HOLDERS[0]!.slice(2).padStart(64, "0")}`;
     expect(BigInt(await ok(upstream.url, "eth_call", [{ to: token, data }, "latest"]))).toBe(100n);
@@ -113,16 +125,6 @@ describe("a fork of a Nodex devnet", () => {
     // An installed filter's logs cross the fork block too.
     const filter = await ok(fork.url, "eth_newFilter", [{ fromBlock: "earliest", address: token }]);
     expect(await ok(fork.url, "eth_getFilterLogs", [filter])).toEqual(logs);
-    // The first local block follows the upstream's own fork block (a Nodex upstream's header).
-    const first = await ok(fork.url, "eth_getBlockByNumber", [
-      `0x${(forkBlock + 1).toString(16)}`,
-      false,
-    ]);
-    const theirs = await ok(upstream.url, "eth_getBlockByNumber", [
-      `0x${forkBlock.toString(16)}`,
-      false,
-    ]);
-    expect(first.parentHash).toBe(theirs.hash);
     provider.destroy();
   });
 });
