@@ -451,6 +451,7 @@ const HISTORY_CACHE_ENTRIES = 4096;
  */
 export class UpstreamHistory implements ForkHistory {
   readonly forkBlock: bigint;
+  readonly forkBlockHash: string | undefined;
   readonly upstreamUrls: readonly string[];
   readonly #upstream: Upstream;
   readonly #local: LocalLookups;
@@ -462,7 +463,8 @@ export class UpstreamHistory implements ForkHistory {
    * `db` keeps the answers (`FORK_HISTORY`): a restart gives them without the upstream.
    * `exact`: whether the local fork block has the upstream's hash (`ForkPoint.exact`). When it
    * has not, its own hash (the next block's parent hash) names the local header, which the
-   * upstream does not know. `upstreamUrls`: the `--fork-url`s.
+   * upstream does not know. `upstreamUrls`: the `--fork-url`s; `forkBlockHash`: the upstream's
+   * hash of the fork block.
    */
   constructor(
     upstream: Upstream,
@@ -471,9 +473,11 @@ export class UpstreamHistory implements ForkHistory {
     db: Database,
     exact = true,
     upstreamUrls: readonly string[] = [],
+    forkBlockHash?: string,
   ) {
     this.#upstream = upstream;
     this.forkBlock = forkBlock;
+    this.forkBlockHash = forkBlockHash;
     this.upstreamUrls = upstreamUrls;
     this.#local = local;
     this.#db = db;

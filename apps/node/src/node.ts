@@ -446,6 +446,7 @@ function forkHistory(fork: OpenedFork, services: RPCServices, db: Database): Ups
     db,
     fork.point.exact,
     fork.urls,
+    fork.point.hash,
   );
 }
 

@@ -10,6 +10,8 @@
 export interface ForkHistory {
   /** The fork block's number: blocks up to it are the upstream's. */
   readonly forkBlock: bigint;
+  /** The upstream's hash of the fork block (0x-hex). */
+  readonly forkBlockHash?: string | undefined;
   /** The upstream's URLs as the node was given them (`hardhat_reset` compares its params). */
   readonly upstreamUrls: readonly string[];
   /** The local chain's head number (the fork block until a block is made on it). */
@@ -20,6 +22,19 @@ export interface ForkHistory {
   isLocalTransaction(hash: string): Promise<boolean>;
   /** The upstream's result for a call (its error, an `Error` with the upstream's message). */
   forward(method: string, params: readonly unknown[]): Promise<unknown>;
+}
+
+/**
+ * What `hardhat_metadata` and `anvil_metadata` say of a fork (`forkedNetwork`): the upstream's
+ * chain id (asked once; its answer is kept with the history), the fork block's number and hash.
+ */
+export async function forkedNetwork(history: ForkHistory): Promise<Record<string, unknown>> {
+  const chainId = await history.forward("eth_chainId", []).catch(() => undefined);
+  return {
+    chainId: typeof chainId === "string" && /^0x[0-9a-f]+$/i.test(chainId) ? Number(chainId) : null,
+    forkBlockNumber: Number(history.forkBlock),
+    forkBlockHash: history.forkBlockHash ?? null,
+  };
 }
 
 /** An upstream's result, written as it came: no local encoder applies to it. */

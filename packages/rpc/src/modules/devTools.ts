@@ -1,5 +1,5 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { decodeStateFile, encodeStateFile, type StateFile } from "@nodex/state";
+import { decodeStateFile, encodeStateFile, redactUrl, type StateFile } from "@nodex/state";
 import {
   bytesToHex,
   CodecError,
@@ -10,7 +10,7 @@ import {
   parseData,
 } from "@nodex/types";
 import { invalidParams } from "../errors.js";
-import type { ForkHistory } from "../forkHistory.js";
+import { type ForkHistory, forkedNetwork } from "../forkHistory.js";
 import { jsonType, p } from "../params.js";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
@@ -299,6 +299,7 @@ async function metadata(
   instanceId: string,
   dev: DevControls,
   anvil: boolean,
+  history: ForkHistory | undefined,
 ): Promise<Record<string, unknown>> {
   const head = await services.reader?.resolve(LATEST);
   return {
@@ -307,6 +308,8 @@ async function metadata(
     instanceId,
     latestBlockNumber: Number(head?.block.header.number ?? 0n),
     latestBlockHash: head == null ? null : bytesToHex(head.hash),
+    // As Hardhat's and Anvil's say of a fork; absent on a chain of its own.
+    ...(history === undefined ? {} : { forkedNetwork: await forkedNetwork(history) }),
     ...(anvil ? { snapshots: dev.snapshotCount } : {}),
   };
 }
@@ -323,7 +326,7 @@ export function hardhatModule(dev: DevControls, instanceId: string, history?: Fo
     metadata: method({
       params: [],
       result: r.json,
-      handler: (services) => metadata(services, instanceId, dev, false),
+      handler: (services) => metadata(services, instanceId, dev, false, history),
     }),
     setNextBlockBaseFeePerGas: method({
       params: [p.quantity],
@@ -354,7 +357,7 @@ export function anvilModule(dev: DevControls, instanceId: string, history?: Fork
     metadata: method({
       params: [],
       result: r.json,
-      handler: (services) => metadata(services, instanceId, dev, true),
+      handler: (services) => metadata(services, instanceId, dev, true, history),
     }),
     nodeInfo: method({
       params: [],
@@ -374,7 +377,15 @@ export function anvilModule(dev: DevControls, instanceId: string, history?: Fork
             gasLimit: encodeQuantity(head?.gasLimit ?? 0n),
             gasPrice: encodeQuantity(chain.gasPrice()),
           },
-          forkConfig: { forkUrl: null, forkBlockNumber: null, forkRetryBackoff: null },
+          forkConfig:
+            history === undefined
+              ? { forkUrl: null, forkBlockNumber: null, forkRetryBackoff: null }
+              : {
+                  // Never the URL as given: a provider's key may be in it.
+                  forkUrl: history.upstreamUrls.map(redactUrl)[0] ?? null,
+                  forkBlockNumber: Number(history.forkBlock),
+                  forkRetryBackoff: null,
+                },
         };
       },
     }),

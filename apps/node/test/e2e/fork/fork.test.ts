@@ -65,6 +65,13 @@ describe("a fork of a Nodex devnet", () => {
       false,
     ]);
     const ours = await ok(fork.url, "eth_getBlockByNumber", [`0x${forkBlock.toString(16)}`, false]);
+    // Said as Hardhat's and Anvil's forks say it; the URL never as given.
+    const fork_ = { chainId: 32, forkBlockNumber: forkBlock, forkBlockHash: theirs.hash };
+    expect((await ok(fork.url, "hardhat_metadata")).forkedNetwork).toEqual(fork_);
+    expect((await ok(fork.url, "anvil_metadata")).forkedNetwork).toEqual(fork_);
+    expect((await ok(fork.url, "anvil_nodeInfo")).forkConfig).toMatchObject({
+      forkBlockNumber: forkBlock,
+    });
     expect(ours.hash).toBe(theirs.hash);
     expect(ours.stateRoot).toBe(theirs.stateRoot);
     for (const [i, holder] of HOLDERS.entries()) {
