@@ -191,7 +191,9 @@ function candidate(id, proxyUrl, forkBlock) {
   if (id === "nodex")
     return nodexServer({
       id: "nodex-fork",
-      nodeArgs: process.env.FORK_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FORK_PROF}`] : [],
+      nodeArgs: process.env.FORK_PROF
+        ? ["--cpu-prof", `--cpu-prof-dir=${process.env.FORK_PROF}`]
+        : [],
       extraArgs: ["--fork-url", proxyUrl, "--fork-block", String(forkBlock)],
     });
   if (id === "anvil")
