@@ -70,6 +70,8 @@ export interface ForkConfig {
   readonly block: bigint | undefined;
   /** The hash the fork block must have (0x-hex, lower case). */
   readonly blockHash: string | undefined;
+  /** Seconds an upstream has to answer a request. */
+  readonly timeoutSeconds: number;
   /** Whether state fetched upstream is checked against the fork block's state root. */
   readonly verify: boolean;
   /**
@@ -78,6 +80,9 @@ export interface ForkConfig {
    */
   readonly rps: number | undefined;
 }
+
+/** Seconds a fork's upstream has to answer a request unless told otherwise. */
+export const DEFAULT_FORK_TIMEOUT_SECONDS = 10;
 
 /** Requests a second to a fork's upstreams unless told otherwise. */
 export const DEFAULT_FORK_RPS = 100;
@@ -89,8 +94,10 @@ function forkConfig(pick: <T>(key: string) => T | undefined): ForkConfig | undef
   const blockHash = pick<string>("forkBlockHash");
   const verify = pick<"on" | "off">("forkVerify");
   const rps = pick<number>("forkRps");
+  const timeout = pick<number>("forkTimeout");
   if (urls.length === 0) {
     const orphan = [
+      ["--fork-timeout", timeout],
       ["--fork-block", block],
       ["--fork-block-hash", blockHash],
       ["--fork-verify", verify],
@@ -106,6 +113,7 @@ function forkConfig(pick: <T>(key: string) => T | undefined): ForkConfig | undef
     blockHash,
     verify: verify !== "off",
     rps,
+    timeoutSeconds: timeout ?? DEFAULT_FORK_TIMEOUT_SECONDS,
   });
 }
 

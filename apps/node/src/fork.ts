@@ -395,7 +395,13 @@ export async function openFork(config: NodeConfig, logger: Logger): Promise<Open
   const rps = forkRps(fork);
   // A second's worth of requests may go at once after a quiet spell: a script's first reads
   // are not spaced out when the upstream has been idle.
-  const upstream = new Upstream({ urls: [...fork.urls], rps, burst: rps, logger: log });
+  const upstream = new Upstream({
+    urls: [...fork.urls],
+    rps,
+    burst: rps,
+    timeoutMs: fork.timeoutSeconds * 1000,
+    logger: log,
+  });
   try {
     const { point, kept } = await forkPoint(upstream, fork, config.network, config.datadir, log);
     log.info("Forking", {

@@ -705,6 +705,16 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: oneOf(["on", "off"]),
   },
   {
+    key: "forkTimeout",
+    flag: "--fork-timeout",
+    env: "NODEX_FORK_TIMEOUT",
+    valueName: "S",
+    description:
+      "seconds an upstream of --fork-url has to answer a request before it counts as failed (then the next --fork-url is tried at once, or the same one again after a pause when it is the last)",
+    defaultText: "10",
+    parse: integer(1, 600, "seconds"),
+  },
+  {
     key: "forkRps",
     flag: "--fork-rps",
     env: "NODEX_FORK_RPS",

@@ -217,6 +217,14 @@ describe("parseCommandLine", () => {
       'invalid value for --fork-block-hash: "0x12" is not a block hash (0x and 64 hex digits)',
     ],
     [
+      ["--regtest", "--fork-timeout", "5"],
+      "--fork-timeout needs --fork-url: it says how to fork a network",
+    ],
+    [
+      ["--regtest", "--fork-url", "http://x", "--fork-timeout", "0"],
+      "invalid value for --fork-timeout: 0 is out of range for seconds (1-600)",
+    ],
+    [
       ["--regtest", "--fork-url", "http://x", "--fork-rps", "0"],
       "invalid value for --fork-rps: 0 is out of range for requests a second (1-100000)",
     ],
@@ -238,7 +246,7 @@ describe("parseCommandLine", () => {
         "--fork-block-hash",
         `0x${"AB".repeat(32)}`,
       ],
-      { NODEX_FORK_RPS: "25" },
+      { NODEX_FORK_RPS: "25", NODEX_FORK_TIMEOUT: "3" },
     );
     expect(c.fork).toEqual({
       urls: ["https://user:secret@rpc.example/v2/KEY", "http://127.0.0.2:8545"],
@@ -246,6 +254,7 @@ describe("parseCommandLine", () => {
       blockHash: `0x${"ab".repeat(32)}`,
       verify: true,
       rps: 25,
+      timeoutSeconds: 3,
     });
     const loose = config(["--regtest", "--fork-verify", "off"], {
       NODEX_FORK_URL: "http://127.0.0.1:8545",
@@ -256,6 +265,7 @@ describe("parseCommandLine", () => {
       blockHash: undefined,
       verify: false,
       rps: undefined,
+      timeoutSeconds: 10,
     });
   });
 

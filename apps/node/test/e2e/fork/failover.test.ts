@@ -27,9 +27,14 @@ async function proxyOf(target: string): Promise<RpcProxy> {
   return proxy;
 }
 
-async function forkOf(...urls: string[]): Promise<RunningNode> {
+async function forkOf(urls: string[], extra: string[] = []): Promise<RunningNode> {
   const fork = await startNode({
-    args: [...urls.flatMap((u) => ["--fork-url", u]), "--fork-block", String(upstream.forkBlock)],
+    args: [
+      ...urls.flatMap((u) => ["--fork-url", u]),
+      "--fork-block",
+      String(upstream.forkBlock),
+      ...extra,
+    ],
   });
   forks.push(fork);
   return fork;
@@ -49,7 +54,7 @@ const withCredentials = (proxy: RpcProxy) =>
 describe("a fork's upstreams failing", () => {
   it("waits out an upstream's 429 with Retry-After, then reads", async () => {
     const limited = await proxyOf(upstream.node.url);
-    const fork = await forkOf(limited.url);
+    const fork = await forkOf([limited.url]);
     limited.tooManyRequests = 2;
     const before = limited.requests;
     expect(await ok(fork.url, "eth_getBalance", [upstream.accounts[0], "latest"])).toBe(hex(1000));
@@ -61,7 +66,8 @@ describe("a fork's upstreams failing", () => {
   it("fails over from a stalled upstream to a healthy one with one warning, never showing credentials", async () => {
     const primary = await proxyOf(upstream.node.url);
     const backup = await proxyOf(upstream.node.url);
-    const fork = await forkOf(withCredentials(primary), backup.url);
+    // A stalled request counts as failed after --fork-timeout (10 s unless told).
+    const fork = await forkOf([withCredentials(primary), backup.url], ["--fork-timeout", "2"]);
     primary.mode = "stall";
     const [, a1, a2, a3, a4] = upstream.accounts;
     const balances = await Promise.all(
@@ -75,6 +81,7 @@ describe("a fork's upstreams failing", () => {
     const warnings = logLines(fork, "Upstream failing, failing over");
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`${primary.url}/path`);
+    expect(warnings[0]).toContain("no answer within 2000 ms");
     expect(warnings[0]).toContain(backup.url);
     expect(fork.logs()).toContain(`${primary.url}/path`);
     expect(fork.logs()).not.toContain("secret");
