@@ -178,9 +178,8 @@ async function askForkPoint(
       ForkErrorCode.BLOCK,
       `the upstream's block ${number} has hash ${hash}, not ${fork.blockHash} (--fork-block-hash)`,
     );
-  const own = await upstreamHeader(upstream, number, hash);
-  if (own !== undefined) return { number, hash, header: own, exact: true };
-  // A Nodex upstream without the debug module: its JSON block has every field of its header.
+  // A Nodex (or reference node) upstream's JSON block shows every field of its header: the
+  // header made from them is its own, of the same hash. Another node's is of this chain's form.
   const made = headerFromJson(block, network);
   await checkEmptyState(upstream, number, made.stateRoot);
   return { number, hash, header: made, exact: bytesToHex(headerHash(made)) === hash };
@@ -205,25 +204,6 @@ async function checkEmptyState(upstream: Upstream, number: bigint, stateRoot: Ui
     ForkErrorCode.BLOCK,
     `the upstream's block ${number} has the empty state root, yet its eth_getProof shows accounts: its header does not commit to its state (Anvil's genesis block is such a block); fork a later block (--fork-block ${number + 1n} or later, once the upstream has one)`,
   );
-}
-
-/**
- * The upstream's own header when it is a Nodex node (its `debug_getRawHeader` decodes to a
- * header of the block's hash); `undefined` for other nodes.
- */
-async function upstreamHeader(
-  upstream: Upstream,
-  number: bigint,
-  hash: string,
-): Promise<BlockHeader | undefined> {
-  try {
-    const raw = await upstream.call("debug_getRawHeader", [hex(number)]);
-    if (typeof raw !== "string") return undefined;
-    const header = decodeHeader(hexToBytes(raw));
-    return bytesToHex(headerHash(header)) === hash ? header : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

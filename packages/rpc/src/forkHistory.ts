@@ -187,21 +187,11 @@ function logs(
       .then((mine) => (mine ? local(params) : forward(history, "eth_getLogs", params)));
   }
   const from = blockNumberOf(filter.fromBlock);
-  if (typeof from !== "bigint" || from > history.forkBlock) return undefined;
   const to = blockNumberOf(filter.toBlock);
-  if (typeof to === "bigint" && to < from) return undefined;
-  const upTo = typeof to === "bigint" && to <= history.forkBlock ? to : history.forkBlock;
-  const upstream = history.forward("eth_getLogs", [
-    { ...filter, fromBlock: hex(from), toBlock: hex(upTo) },
-  ]);
-  // A range up to the head's tags holds no local block while the head is the fork block.
-  if (upTo === to || (typeof to !== "bigint" && history.head() <= history.forkBlock))
-    return upstream.then((result) => new Forwarded(result));
-  const after = { ...filter, fromBlock: hex(history.forkBlock + 1n) };
-  return Promise.all([upstream, Promise.resolve(local([after]))]).then(([theirs, ours]) => {
-    if (!Array.isArray(theirs)) throw new Error("the upstream's eth_getLogs answer is not a list");
-    return new Forwarded([...theirs, ...jsonList(ours)]);
-  });
+  if (from === "hash" || to === "hash") return undefined;
+  return forkFilterLogs(history, { from: from ?? "head", to: to ?? "head" }, filter, () =>
+    local([{ ...filter, fromBlock: hex(history.forkBlock + 1n) }]),
+  );
 }
 
 /** What a log query's range names, as far as its split at the fork block needs. */
@@ -227,6 +217,7 @@ export function forkFilterLogs(
   const upstream = history.forward("eth_getLogs", [
     { ...filter, fromBlock: hex(range.from), toBlock: hex(upTo) },
   ]);
+  // A range up to the head's tags holds no local block while the head is the fork block.
   if (upTo === range.to || (range.to === "head" && history.head() <= history.forkBlock))
     return upstream.then((result) => new Forwarded(result));
   return Promise.all([upstream, Promise.resolve(local())]).then(([theirs, ours]) => {
