@@ -9,9 +9,11 @@ import {
   NodeStore,
   orderedTrieRoot,
   pruneTrieNodes,
+  readStateItems,
   StateError,
   StateErrorCode,
   type StateFile,
+  type StateItemRef,
   type StorageHealth,
   stateDumpWrites,
   WorldState,
@@ -555,6 +557,17 @@ export class Chain {
         hash.length === 32 ? this.#db.get(Bucket.TRIE, hash) : Promise.resolve(undefined),
       ),
     );
+  }
+
+  /**
+   * State items (trie nodes and code) by hash as the database holds them, for peers that sync
+   * a state: see `readStateItems` of `@nodex/state` (a prefix of the items up to `maxBytes`).
+   */
+  stateItems(
+    items: readonly StateItemRef[],
+    maxBytes?: number,
+  ): Promise<(Uint8Array | undefined)[]> {
+    return readStateItems(this.#db, items, maxBytes);
   }
 
   /** A store of the chain's trie nodes (through the fork source on a forked chain). */

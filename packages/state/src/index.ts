@@ -52,4 +52,5 @@ export {
   type StateFile,
   stateDumpWrites,
 } from "./stateDump.js";
+export { codeKey, readStateItems, type StateItemRef } from "./stateItems.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

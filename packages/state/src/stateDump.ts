@@ -6,9 +6,8 @@ import { EMPTY_TRIE_ROOT } from "./emptyTrie.js";
 import { StateError, StateErrorCode } from "./errors.js";
 import type { TrieKind } from "./nodeRefs.js";
 import { type Decoded, visitNode } from "./pruner.js";
+import { codeKey } from "./stateItems.js";
 
-/** Code is stored under this byte and its hash (as `@ethereumjs/statemanager` keys it). */
-const CODE_PREFIX = 0x63;
 const KECCAK_EMPTY = keccak256(new Uint8Array());
 
 /**
@@ -75,13 +74,6 @@ export async function stateDumpWrites(db: Database, dump: StateDump): Promise<Wr
   for (const [hash, code] of codes)
     ops.push({ type: "put", bucket: Bucket.TRIE, key: codeKey(hexToBytes(hash)), value: code });
   return ops;
-}
-
-function codeKey(hash: Uint8Array): Uint8Array {
-  const key = new Uint8Array(33);
-  key[0] = CODE_PREFIX;
-  key.set(hash, 1);
-  return key;
 }
 
 /** Visits every node reachable from `root` (storage tries included) once. */
