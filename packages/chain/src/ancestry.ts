@@ -22,10 +22,11 @@ export interface HeaderSource {
   getHeaderByHash(hash: Uint8Array): Promise<BlockHeader | undefined>;
   getCanonicalHash(number: bigint): Promise<Uint8Array | undefined>;
   /**
-   * The chain's first block (`Chain.firstBlock`): ancestors below it (an anchored chain's
-   * upstream's) count as blocks without a proof and without uncles. Genesis when absent.
+   * The chain's first block (`Chain.firstBlock`): ancestors below its `headersFrom` (its
+   * number when absent: an anchored chain's upstream's) count as blocks without a proof and
+   * without uncles. Genesis when absent.
    */
-  readonly firstBlock?: { readonly number: bigint };
+  readonly firstBlock?: { readonly number: bigint; readonly headersFrom?: bigint };
 }
 
 /**
@@ -87,7 +88,7 @@ export async function hashForMergedMining(
       `parent of block ${header.number} is not known: no fork-detection data`,
     );
   }
-  const first = source.firstBlock?.number ?? 0n;
+  const first = source.firstBlock?.headersFrom ?? source.firstBlock?.number ?? 0n;
   const uncleCounts = await recentUncleCounts(source, header.parentHash, parent, first, memo);
   const heights = cpvHeights(header.number);
   if (heights[0]! < first) {

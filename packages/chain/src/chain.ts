@@ -23,7 +23,10 @@ import {
   type Address,
   type Block,
   type BlockHeader,
+  bigintToBytes,
+  bytesToBigint,
   bytesToHex,
+  encodeHeader,
   encodeReceipt,
   equalBytes,
   headerHash,
@@ -61,6 +64,15 @@ import {
   type RejectedTransaction,
   SideBlocks,
 } from "./production.js";
+import {
+  decodePivot,
+  encodePivot,
+  HEADER_TIP_KEY,
+  pivotBodyMismatch,
+  SNAP_PIVOT_KEY,
+  SNAPSHOT_KEY,
+  unclesMismatch,
+} from "./snapshot.js";
 import {
   type ConsensusRules,
   checkHeader,
@@ -179,12 +191,33 @@ export interface ChainAnchor {
   readonly totalDifficulty?: bigint;
 }
 
-/** The first block of a chain: its network's genesis (number 0), or its anchor. */
+/**
+ * The first full block of a chain: its network's genesis (number 0), its anchor, or the pivot
+ * of the snapshot it was installed from.
+ */
 export interface FirstBlock {
   readonly number: bigint;
   readonly hash: Uint8Array;
   /** Whether the chain starts at an anchor (`ChainAnchor`) rather than at genesis. */
   readonly anchored: boolean;
+  /**
+   * Whether the chain was installed from a snapshot (`installSnapshot`): its network's genesis
+   * chain, whose headers are held and checked back to genesis, with bodies, receipts and state
+   * from the first block on.
+   */
+  readonly snapshot: boolean;
+  /**
+   * The lowest block whose header the chain holds: the first block, or genesis (0) for a chain
+   * installed from a snapshot. Headers from here are canonical (`getCanonicalHash`), and the
+   * merged-mining ancestry and `BLOCKHASH` read them.
+   */
+  readonly headersFrom: bigint;
+}
+
+/** A header of a header chain, with its uncles when it has any (they count in the difficulty). */
+export interface ChainHeader {
+  readonly header: BlockHeader;
+  readonly uncles?: readonly BlockHeader[];
 }
 
 export interface ChainDeps {
@@ -249,7 +282,13 @@ export class Chain {
   /** See `stateEdits()`. */
   #stateEdits: StateEdits = new Map();
   /** See `firstBlock`. */
-  #first: FirstBlock = { number: 0n, hash: new Uint8Array(32), anchored: false };
+  #first: FirstBlock = {
+    number: 0n,
+    hash: new Uint8Array(32),
+    anchored: false,
+    snapshot: false,
+    headersFrom: 0n,
+  };
 
   private constructor(
     network: NetworkPreset,
@@ -298,6 +337,8 @@ export class Chain {
         number: head.block.header.number,
         hash: head.hash,
         anchored: anchor !== undefined,
+        snapshot: false,
+        headersFrom: head.block.header.number,
       };
       deps.logger.info(anchor === undefined ? "Wrote genesis" : "Wrote the anchor block", {
         network: network.name,
@@ -336,18 +377,39 @@ export class Chain {
       head: head.block.header.number,
       hash: bytesToHex(head.hash),
       ...(chain.#first.anchored ? { anchor: chain.#first.number } : {}),
+      ...(chain.#first.snapshot ? { snapshotFrom: chain.#first.number } : {}),
     });
     return chain;
   }
 
   /** Reads which block the chain in the database starts at. */
   async #readFirstBlock(): Promise<void> {
+    const pivotHash = await this.#db.get(Bucket.META, SNAPSHOT_KEY);
+    if (pivotHash !== undefined) {
+      const header = await this.#store.getHeaderByHash(pivotHash);
+      if (header === undefined) {
+        throw new ChainError(
+          ChainErrorCode.CORRUPT,
+          `the chain's first block ${bytesToHex(pivotHash)} (its snapshot) is missing from the database`,
+        );
+      }
+      this.#first = {
+        number: header.number,
+        hash: pivotHash,
+        anchored: false,
+        snapshot: true,
+        headersFrom: 0n,
+      };
+      return;
+    }
     const anchorHash = await this.#db.get(Bucket.META, FIRST_BLOCK_KEY);
     if (anchorHash === undefined) {
       this.#first = {
         number: 0n,
         hash: (await this.#store.getCanonicalHash(0n)) ?? new Uint8Array(32),
         anchored: false,
+        snapshot: false,
+        headersFrom: 0n,
       };
       return;
     }
@@ -358,7 +420,13 @@ export class Chain {
         `the chain's first block ${bytesToHex(anchorHash)} is missing from the database`,
       );
     }
-    this.#first = { number: header.number, hash: anchorHash, anchored: true };
+    this.#first = {
+      number: header.number,
+      hash: anchorHash,
+      anchored: true,
+      snapshot: false,
+      headersFrom: header.number,
+    };
   }
 
   /**
@@ -400,6 +468,9 @@ export class Chain {
         `head block ${bytesToHex(hash)} is missing from the database`,
       );
     }
+    // A genesis chain whose head jumped may have been installed from a snapshot.
+    if (!this.#first.snapshot && !equalBytes(head.block.header.parentHash, this.#head.hash))
+      await this.#readFirstBlock();
     this.#head = head;
   }
 
@@ -462,7 +533,8 @@ export class Chain {
   }
 
   async getCanonicalHash(number: bigint): Promise<Uint8Array | undefined> {
-    if (number < this.#first.number || number > this.#head.block.header.number) return undefined;
+    if (number < this.#first.headersFrom || number > this.#head.block.header.number)
+      return undefined;
     return this.#store.getCanonicalHash(number);
   }
 
@@ -711,8 +783,8 @@ export class Chain {
     return async (number) => {
       if (number < 0n || number > parent.number) return undefined;
       // Below an anchor: its parent's hash is in its header; older ones are the upstream's.
-      if (number < first.number) {
-        if (number + 1n !== first.number) return undefined;
+      if (number < first.headersFrom) {
+        if (number + 1n !== first.headersFrom) return undefined;
         const anchor = await this.#store.getHeaderByHash(first.hash);
         return anchor?.parentHash;
       }
@@ -736,6 +808,183 @@ export class Chain {
     const run = this.#queue.then(work);
     this.#queue = run.catch(() => {});
     return run;
+  }
+
+  // A snapshot sync: headers from genesis, then the state and block of a pivot.
+
+  /**
+   * The highest header of the header chain: the last one `storeHeaders` stored past the head,
+   * or the head's.
+   */
+  async headerTip(): Promise<BlockHeader> {
+    const head = this.#head.block.header;
+    const tipHash = await this.#db.get(Bucket.META, HEADER_TIP_KEY);
+    if (tipHash === undefined) return head;
+    const tip = await this.#store.getHeaderByHash(tipHash);
+    return tip !== undefined && tip.number > head.number ? tip : head;
+  }
+
+  /** Header `number` of the header chain (up to `headerTip`), from `firstBlock.headersFrom`. */
+  async headerChainAt(number: bigint): Promise<BlockHeader | undefined> {
+    if (number < this.#first.headersFrom) return undefined;
+    if (number <= this.#head.block.header.number) {
+      const hash = await this.getCanonicalHash(number);
+      return hash === undefined ? undefined : this.#store.getHeaderByHash(hash);
+    }
+    const tip = await this.headerTip();
+    if (number > tip.number) return undefined;
+    const hash = await this.#store.getCanonicalHash(number);
+    return hash === undefined ? undefined : this.#store.getHeaderByHash(hash);
+  }
+
+  /**
+   * Checks headers that continue the header chain from `headerTip` (each the child of the one
+   * before, meeting the header rules with its difficulty and merged-mining proof, its uncles
+   * matching when it has any) and stores them, with their total difficulty and numbers, in one
+   * batch; nothing of a run with an invalid header is stored. Returns why they are invalid, or
+   * `undefined`. The headers stay past the head (no reader sees them) until `installSnapshot`.
+   */
+  storeHeaders(headers: readonly ChainHeader[]): Promise<string | undefined> {
+    return this.#enqueue(() => this.#storeHeaders(headers));
+  }
+
+  async #storeHeaders(headers: readonly ChainHeader[]): Promise<string | undefined> {
+    if (this.#first.snapshot || this.#first.anchored)
+      return "the chain already starts past genesis: it takes no header chain";
+    if (headers.length === 0) return undefined;
+    let parent = await this.headerTip();
+    let parentHash = headerHash(parent);
+    const tdBytes = await this.#db.get(Bucket.TOTAL_DIFFICULTY, parentHash);
+    if (tdBytes === undefined)
+      throw new ChainError(
+        ChainErrorCode.CORRUPT,
+        `total difficulty of header ${parent.number} is missing`,
+      );
+    let td = bytesToBigint(tdBytes, "total difficulty");
+    const byHash = new Map<string, BlockHeader>();
+    const byNumber = new Map<bigint, Uint8Array>();
+    const source = {
+      getHeaderByHash: async (hash: Uint8Array) =>
+        byHash.get(bytesToHex(hash)) ?? (await this.#store.getHeaderByHash(hash)),
+      getCanonicalHash: async (number: bigint) =>
+        byNumber.get(number) ?? (await this.#store.getCanonicalHash(number)),
+      firstBlock: { number: 0n },
+    };
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const ops: WriteOp[] = [];
+    for (const { header, uncles } of headers) {
+      const hash = headerHash(header);
+      const at = `header ${header.number} ${bytesToHex(hash)}`;
+      if (!equalBytes(header.parentHash, parentHash))
+        return `${at} is not the child of header ${parent.number} ${bytesToHex(parentHash)}`;
+      let hfmm: Uint8Array;
+      try {
+        hfmm = await hashForMergedMining(source, header, this.#ancestry);
+      } catch (err) {
+        return `${at}: no merged-mining hash: ${(err as Error).message}`;
+      }
+      const why =
+        checkHeader(header, parent, this.#rules, now, hfmm) ?? unclesMismatch(header, uncles);
+      if (why !== undefined) return `${at}: ${why}`;
+      td += (uncles ?? []).reduce((sum, uncle) => sum + uncle.difficulty, header.difficulty);
+      byHash.set(bytesToHex(hash), header);
+      byNumber.set(header.number, hash);
+      ops.push(
+        { type: "put", bucket: Bucket.HEADER, key: hash, value: encodeHeader(header) },
+        { type: "put", bucket: Bucket.TOTAL_DIFFICULTY, key: hash, value: bigintToBytes(td) },
+        { type: "put", bucket: Bucket.CANONICAL, key: numberKey(header.number), value: hash },
+      );
+      parent = header;
+      parentHash = hash;
+    }
+    ops.push({ type: "put", bucket: Bucket.META, key: HEADER_TIP_KEY, value: parentHash });
+    await this.#db.write(ops);
+    for (const [number, hash] of byNumber) this.#store.setCanonical(number, hash);
+    return undefined;
+  }
+
+  /** The pivot of the snapshot sync under way (`saveSnapPivot`), or `undefined`. */
+  async snapPivot(): Promise<bigint | undefined> {
+    const bytes = await this.#db.get(Bucket.META, SNAP_PIVOT_KEY);
+    return bytes === undefined ? undefined : decodePivot(bytes);
+  }
+
+  /** Records the pivot of a snapshot sync, so that a restart goes on with the same one. */
+  saveSnapPivot(number: bigint): Promise<void> {
+    return this.#enqueue(() =>
+      this.#db.write([
+        { type: "put", bucket: Bucket.META, key: SNAP_PIVOT_KEY, value: encodePivot(number) },
+      ]),
+    );
+  }
+
+  /**
+   * Makes `block`, a block of the header chain whose state is in the database in full (a
+   * snapshot sync downloaded it), the chain's first full block and its head, with `receipts`:
+   * its body and receipts are checked against its header (`pivotBodyMismatch`), nothing is
+   * run. From then on the chain is its network's genesis chain with headers back to genesis and
+   * blocks from this one (`firstBlock`); blocks after it are imported as usual. Returns why it
+   * cannot, or `undefined`; the head event tells the rest of the node.
+   */
+  installSnapshot(block: Block, receipts: readonly Receipt[]): Promise<string | undefined> {
+    return this.#enqueue(() => this.#installSnapshot(block, receipts));
+  }
+
+  async #installSnapshot(block: Block, receipts: readonly Receipt[]): Promise<string | undefined> {
+    const { header } = block;
+    const hash = headerHash(header);
+    if (this.#first.snapshot || this.#first.anchored)
+      return "the chain already starts past genesis: it takes no snapshot";
+    if (header.number <= this.#head.block.header.number)
+      return `the chain already has block ${header.number}: a snapshot must be past its head`;
+    const ours = await this.#store.getCanonicalHash(header.number);
+    if (
+      ours === undefined ||
+      !equalBytes(ours, hash) ||
+      (await this.headerTip()).number < header.number
+    )
+      return `block ${header.number} ${bytesToHex(hash)} is not the header chain's block ${header.number}`;
+    const tdBytes = await this.#db.get(Bucket.TOTAL_DIFFICULTY, hash);
+    if (tdBytes === undefined) return `total difficulty of block ${header.number} is missing`;
+    const mismatch = await pivotBodyMismatch(this.network, block, receipts);
+    if (mismatch !== undefined) return `block ${header.number} ${bytesToHex(hash)}: ${mismatch}`;
+    try {
+      await WorldState.open(this.#newStore(), header.stateRoot);
+    } catch {
+      return `the state of block ${header.number} is not in the database`;
+    }
+    const stored: StoredBlock = {
+      block,
+      hash,
+      totalDifficulty: bytesToBigint(tdBytes, "total difficulty"),
+    };
+    await this.#db.write([
+      ...blockWrites(block, hash, stored.totalDifficulty, receipts),
+      ...canonicalWrites(stored),
+      ...(await this.#store.logIndexChanges([], [stored], async () => receipts)),
+      { type: "put", bucket: Bucket.META, key: HEAD_KEY, value: hash },
+      { type: "put", bucket: Bucket.META, key: SNAPSHOT_KEY, value: hash },
+      { type: "del", bucket: Bucket.META, key: SNAP_PIVOT_KEY },
+      { type: "del", bucket: Bucket.META, key: HEADER_TIP_KEY },
+    ]);
+    this.#first = {
+      number: header.number,
+      hash,
+      anchored: false,
+      snapshot: true,
+      headersFrom: 0n,
+    };
+    this.#store.remember(stored, receipts);
+    this.#store.setCanonical(header.number, hash);
+    this.#sideBlocks.clear();
+    this.#production.dropHeadState();
+    this.#setHead(stored, [], [stored]);
+    this.#log.info("Installed the snapshot", {
+      number: header.number,
+      hash: bytesToHex(hash),
+      txs: block.transactions.length,
+    });
+    return undefined;
   }
 
   /**
@@ -839,8 +1088,20 @@ export class Chain {
     const out: StoredBlock[] = [parent];
     while (out.length < count) {
       const last = out[out.length - 1]!;
-      if (last.block.header.number <= this.#first.number) break;
-      const next = await this.#store.getBlockByHash(last.block.header.parentHash);
+      if (last.block.header.number <= this.#first.headersFrom) break;
+      const parentHash = last.block.header.parentHash;
+      let next = await this.#store.getBlockByHash(parentHash);
+      // Below a snapshot's first block only headers are held: the ancestors an uncle may hang
+      // from, without the uncles they included.
+      if (next === undefined && last.block.header.number <= this.#first.number) {
+        const header = await this.#store.getHeaderByHash(parentHash);
+        if (header !== undefined)
+          next = {
+            block: { header, transactions: [], uncles: [] },
+            hash: parentHash,
+            totalDifficulty: 0n,
+          };
+      }
       if (next === undefined) break;
       out.push(next);
     }
@@ -1128,6 +1389,8 @@ export class Chain {
 
   /** Deletes the state of blocks older than the window. */
   async #prune(window: number): Promise<void> {
+    // A snapshot sync's state is written node by node before any root reaches it.
+    if ((await this.snapPivot()) !== undefined) return;
     const head = this.#head.block.header.number;
     const from = head - BigInt(window) + 1n;
     const first = from < this.#first.number ? this.#first.number : from;

@@ -13,6 +13,7 @@ export {
   Chain,
   type ChainAnchor,
   type ChainDeps,
+  type ChainHeader,
   type FirstBlock,
   type ImportResult,
   type MinedBlock,

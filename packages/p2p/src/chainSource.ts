@@ -38,7 +38,8 @@ export function chainHead(chain: Chain): ChainHead {
 
 /** A `ChainSource` over a `Chain`: its head, its canonical index and its block store. */
 export async function chainSourceOf(chain: Chain): Promise<ChainSource> {
-  const genesisHash = await chain.getCanonicalHash(chain.firstBlock.number);
+  // Genesis, or an anchor: a chain installed from a snapshot holds headers back to genesis.
+  const genesisHash = await chain.getCanonicalHash(chain.firstBlock.headersFrom);
   if (genesisHash === undefined) throw new Error("the chain has no first block");
   return {
     genesisHash,

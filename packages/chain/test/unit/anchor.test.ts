@@ -184,7 +184,13 @@ describe("a chain anchored at an upstream block", () => {
     const header = upstreamHeader(N, keccak256(new TextEncoder().encode("absent root")));
     const chain = await openChain(db, { header, totalDifficulty: 123_456_789n });
     const hash = headerHash(header);
-    expect(chain.firstBlock).toEqual({ number: N, hash, anchored: true });
+    expect(chain.firstBlock).toEqual({
+      number: N,
+      hash,
+      anchored: true,
+      snapshot: false,
+      headersFrom: N,
+    });
     expect(chain.head.hash).toEqual(hash);
     expect(chain.head.totalDifficulty).toBe(123_456_789n);
     expect(chain.head.block.header).toEqual(header);
@@ -416,7 +422,13 @@ describe("a chain anchored at an upstream block", () => {
     // The same anchor still opens it, for reads too.
     expect((await openChain(db, { header: anchor })).firstBlock.hash).toEqual(headerHash(anchor));
     const follower = await Chain.openReadOnly(network, { db, executor, logger: nullLogger });
-    expect(follower.firstBlock).toEqual({ number: N, hash: headerHash(anchor), anchored: true });
+    expect(follower.firstBlock).toEqual({
+      number: N,
+      hash: headerHash(anchor),
+      anchored: true,
+      snapshot: false,
+      headersFrom: N,
+    });
 
     const genesis = await newDatabase();
     await openChain(genesis.db);
@@ -454,7 +466,13 @@ describe("a chain anchored at an upstream block", () => {
     const { db } = await newDatabase();
     const anchor = upstreamHeader(0n, await writeUpstreamState(db));
     const chain = await openChain(db, { header: anchor });
-    expect(chain.firstBlock).toEqual({ number: 0n, hash: headerHash(anchor), anchored: true });
+    expect(chain.firstBlock).toEqual({
+      number: 0n,
+      hash: headerHash(anchor),
+      anchored: true,
+      snapshot: false,
+      headersFrom: 0n,
+    });
     const reader = new ChainReader(chain, executor, { coinbase: () => MINER });
     expect(reader.firstNumber).toBe(0n);
     await twentyBlocks(chain);
@@ -479,7 +497,13 @@ describe("a chain from genesis", () => {
   it("starts at block 0, not anchored", async () => {
     const { db } = await newDatabase();
     const chain = await openChain(db);
-    expect(chain.firstBlock).toEqual({ number: 0n, hash: chain.head.hash, anchored: false });
+    expect(chain.firstBlock).toEqual({
+      number: 0n,
+      hash: chain.head.hash,
+      anchored: false,
+      snapshot: false,
+      headersFrom: 0n,
+    });
     await expectChainError(
       chain.rewindTo(-1n),
       ChainErrorCode.NOT_FOUND,
