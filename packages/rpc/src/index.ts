@@ -145,6 +145,7 @@ export type {
   RPCServices,
   ScoringRecord,
   ScoringView,
+  SnapSyncStatus,
   StateView,
   SubmittedBlockInfo,
   SubscriptionHost,

@@ -195,7 +195,27 @@ export type SyncStatus =
       readonly startingBlock: bigint;
       readonly currentBlock: bigint;
       readonly highestBlock: bigint;
+      /** During a snapshot sync: its phase and what it has done. */
+      readonly snap?: SnapSyncStatus;
     };
+
+/** Where a snapshot sync stands (`eth_syncing`'s extra fields). */
+export interface SnapSyncStatus {
+  readonly phase: "headers" | "state" | "blocks";
+  readonly pivotBlock: bigint;
+  /** Headers checked and stored, from genesis. */
+  readonly headers: bigint;
+  readonly accounts: bigint;
+  readonly slots: bigint;
+  readonly codes: bigint;
+  /** Trie nodes downloaded, and still known to be wanted. */
+  readonly nodes: bigint;
+  readonly pending: bigint;
+  /** Bytes of state written. */
+  readonly bytes: bigint;
+  /** An estimate of the time left, from the recent rate; absent until there is one. */
+  readonly secondsLeft?: number;
+}
 
 /** The peer-to-peer layer as the RPC methods see it. */
 export interface PeersView {

@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { HeadChange, StoredBlock } from "@nodex/chain";
-import { bytesToHex, encodeQuantity, type Logger, type SignedTransaction } from "@nodex/types";
+import { bytesToHex, type Logger, type SignedTransaction } from "@nodex/types";
 import { RPCError, RPCErrorCode } from "./errors.js";
 import { headChangeLogs } from "./logFilter.js";
 import { formatBlock, formatLog, formatTransaction } from "./modules/format.js";
 import type { NodeEvents, SubscriptionKind, SubscriptionRequest, SyncStatus } from "./services.js";
+import { syncStatusJson } from "./syncStatus.js";
 
 /** The kinds of `eth_subscribe` by name, with the names web3.js 1.x also sends. */
 export const SUBSCRIPTION_ALIASES: Readonly<Record<string, SubscriptionKind>> = {
@@ -208,12 +209,5 @@ export function headerJson(
 /** geth's `syncing` notification shape (the reference node's too). */
 export function syncingJson(status: SyncStatus): Record<string, unknown> {
   if (status === false) return { syncing: false };
-  return {
-    syncing: true,
-    status: {
-      startingBlock: encodeQuantity(status.startingBlock),
-      currentBlock: encodeQuantity(status.currentBlock),
-      highestBlock: encodeQuantity(status.highestBlock),
-    },
-  };
+  return { syncing: true, status: syncStatusJson(status) };
 }

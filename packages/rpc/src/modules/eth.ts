@@ -1,16 +1,12 @@
-import { bytesToHex, encodeQuantity } from "@nodex/types";
+import { bytesToHex } from "@nodex/types";
 import { defineModule, method } from "../registry.js";
 import { r } from "../results.js";
 import type { SyncStatus } from "../services.js";
+import { syncStatusJson } from "../syncStatus.js";
 import { PROTOCOL_VERSION } from "./nodex.js";
 
 function encodeSyncStatus(status: SyncStatus): unknown {
-  if (status === false) return false;
-  return {
-    startingBlock: encodeQuantity(status.startingBlock),
-    currentBlock: encodeQuantity(status.currentBlock),
-    highestBlock: encodeQuantity(status.highestBlock),
-  };
+  return status === false ? false : syncStatusJson(status);
 }
 
 export const eth = defineModule("eth", {
