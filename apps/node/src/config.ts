@@ -53,6 +53,8 @@ export interface P2PConfig {
   readonly mdns: boolean;
   readonly maxInboundPeers: number;
   readonly maxOutboundPeers: number;
+  /** How the node joins when it is far behind: every block from genesis, or a snapshot sync. */
+  readonly syncMode: "full" | "snap";
 }
 
 /**
@@ -341,6 +343,7 @@ export function parseCommandLine(environment: Environment): Command {
       ] as const
     ).filter(([, ms]) => ms !== undefined),
   );
+  const syncMode = pick<"full" | "snap">("syncMode");
   const givenGasLimit = pick<bigint>("blockGasLimit");
   const rpc: RPCOptions = {
     host: pick<string>("rpcHost") ?? defaultRPCOptions.host,
@@ -437,6 +440,7 @@ export function parseCommandLine(environment: Environment): Command {
             mdns: pick<"on" | "off">("mdns") === "on",
             maxInboundPeers: pick<number>("maxInboundPeers") ?? 25,
             maxOutboundPeers: pick<number>("maxOutboundPeers") ?? 10,
+            syncMode: syncMode ?? "full",
           }),
     keystoreKdf: pick<KeystoreKdf>("keystoreKdf") ?? (dev ? "light" : "standard"),
     signatureRecovery: pick<SignatureRecoveryPreference>("secp256k1") ?? "auto",
@@ -452,6 +456,16 @@ export function parseCommandLine(environment: Environment): Command {
   if (!config.automine && !dev) {
     throw new UsageError(
       `--no-automine works on regtest and devnet only: ${network.name} makes no blocks of its own anyway`,
+    );
+  }
+  if (syncMode === "snap" && config.p2p === undefined) {
+    throw new UsageError(
+      "--sync-mode snap needs the peer-to-peer network: it downloads from peers (p2p is off)",
+    );
+  }
+  if (config.p2p?.syncMode === "snap" && config.stateWindow === "all") {
+    throw new UsageError(
+      "--sync-mode snap and --state-window all contradict each other: a snapshot sync has the state from its pivot on, not every block's",
     );
   }
   if (config.mineInterval > 0 && !config.automine) {

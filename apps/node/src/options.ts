@@ -559,6 +559,16 @@ export const OPTIONS: readonly OptionDef[] = [
     parse: integer(0, 10_000, "a number of peers"),
   },
   {
+    key: "syncMode",
+    flag: "--sync-mode",
+    env: "NODEX_SYNC_MODE",
+    valueName: "MODE",
+    description:
+      "how a node far behind its peers joins: full runs every block from genesis; snap checks every header from genesis, downloads the state at a pivot block below the best peer's head from its peers, then runs the blocks after it (the node then holds blocks, receipts and state from the pivot on, headers from genesis)",
+    defaultText: "full",
+    parse: oneOf(["full", "snap"]),
+  },
+  {
     key: "coinbase",
     flag: "--coinbase",
     env: "NODEX_COINBASE",

@@ -27,6 +27,23 @@ describe("parseCommandLine", () => {
     expect(Object.isFrozen(c.rpc)).toBe(true);
   });
 
+  it("reads the sync mode: full by default, snap when asked, refused where it cannot work", () => {
+    expect(config(["--devnet"]).p2p?.syncMode).toBe("full");
+    expect(config(["--testnet", "--sync-mode", "snap"]).p2p?.syncMode).toBe("snap");
+    expect(config(["--devnet"], { NODEX_SYNC_MODE: "snap" }).p2p?.syncMode).toBe("snap");
+    expect(() => config(["--devnet", "--sync-mode", "fast"])).toThrow(
+      /invalid value for --sync-mode: "fast" is not one of full, snap/,
+    );
+    expect(() => config(["--regtest", "--sync-mode", "snap"])).toThrow(
+      new UsageError(
+        "--sync-mode snap needs the peer-to-peer network: it downloads from peers (p2p is off)",
+      ),
+    );
+    expect(() => config(["--devnet", "--sync-mode", "snap", "--archive"])).toThrow(
+      /--sync-mode snap and --state-window all contradict each other/,
+    );
+  });
+
   it("reads the operations settings: metrics listener, readiness checks, access log", () => {
     const off = config(["--regtest"]);
     expect(off.metricsAddr).toBeUndefined();
