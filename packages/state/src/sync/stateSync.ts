@@ -188,10 +188,10 @@ export class StateSync {
    * to the frontier. Otherwise the answers are written in one batch and their children queued;
    * unanswered items go back to the frontier (`missing`), to ask another peer.
    *
-   * Throws `STATE_SYNC_INVALID`, before anything changes, for arguments that are not items and
-   * answers (more answers than items, an answer that is not a `Uint8Array`).
+   * Rejects with `STATE_SYNC_INVALID`, before anything changes, for arguments that are not
+   * items and answers (more answers than items, an answer that is not a `Uint8Array`).
    */
-  deliver(
+  async deliver(
     items: readonly StateItem[],
     answers: readonly (Uint8Array | undefined)[],
   ): Promise<DeliverResult> {
@@ -203,9 +203,10 @@ export class StateSync {
   /**
    * Moves the sync to `root` (the pivot moved): the frontier is recomputed by a walk from it of
    * what the database holds. Items of the old root still in flight may be delivered later:
-   * verified answers are written (they are content-addressed) and counted as `stale`.
+   * verified answers are written (they are content-addressed) and counted as `stale`. Rejects
+   * with `STATE_SYNC_INVALID` for a root that is not 32 bytes.
    */
-  retarget(root: Uint8Array): Promise<void> {
+  async retarget(root: Uint8Array): Promise<void> {
     const next = checkRoot(root);
     return this.#exclusive(async () => {
       this.#root = next;
@@ -292,21 +293,24 @@ export class StateSync {
     await this.#db.write(ops);
     this.#bytes += bytes;
     let missing = 0;
+    const delivered: { key: string; item: StateItem; bytes: Uint8Array }[] = [];
     for (let i = 0; i < items.length; i++) {
       const item = claimed[i];
       if (item === undefined) continue;
       const key = itemKey(item.hash, item.code);
       const answer = answers[i];
-      if (answer === undefined) {
-        // Claimed and unanswered: back to the frontier for another peer.
-        this.#claimed.delete(key);
-        this.#queueItem(key, item);
-        missing++;
-      } else {
-        await this.#handled(key, item, answer);
-        this.#claimed.delete(key);
+      if (answer !== undefined) {
+        delivered.push({ key, item, bytes: answer });
+        continue;
       }
+      // Claimed and unanswered: back to the frontier for another peer.
+      this.#claimed.delete(key);
+      this.#queueItem(key, item);
+      missing++;
     }
+    // The delivered items stay claimed (known) until their children are queued.
+    await this.#handled(delivered);
+    for (const { key } of delivered) this.#claimed.delete(key);
     return { ok: true, written: ops.length, missing, bytes, stale };
   }
 
@@ -319,57 +323,77 @@ export class StateSync {
     }
   }
 
-  /** Counts a delivered item of this root and queues what it refers to. */
-  async #handled(key: string, item: StateItem, bytes: Uint8Array): Promise<void> {
-    if (this.#walked.has(key)) return;
-    this.#walked.add(key);
-    if (item.kind === "code") {
-      this.#counts.codes++;
-      return;
+  /**
+   * Counts the delivered items of this root and looks at what their nodes refer to: the
+   * children not known yet are looked up in the database together, then walked when held or
+   * queued when missing.
+   */
+  async #handled(delivered: readonly { key: string; item: StateItem; bytes: Uint8Array }[]) {
+    const refs = new Map<string, { hash: Uint8Array; kind: StateItemKind }>();
+    for (const { key, item, bytes } of delivered) {
+      if (this.#walked.has(key)) continue;
+      this.#walked.add(key);
+      if (item.kind === "code") {
+        this.#counts.codes++;
+        continue;
+      }
+      const decoded = RLP.decode(bytes) as Decoded;
+      for (const codeHash of this.#looked(decoded, item.kind))
+        refs.set(itemKey(codeHash, true), { hash: codeHash, kind: "code" });
+      visitNode(decoded, item.kind, (hash, kind) => {
+        if (!equalBytes(hash, EMPTY_TRIE_ROOT)) refs.set(itemKey(hash, false), { hash, kind });
+      });
     }
-    const decoded = RLP.decode(bytes) as Decoded;
-    await this.#looked(decoded, item.kind);
-    const children: { hash: Uint8Array; kind: TrieKind }[] = [];
-    visitNode(decoded, item.kind, (hash, kind) => children.push({ hash, kind }));
-    for (const child of children) await this.#child(child.hash, child.kind);
+    const unknown = [...refs].filter(([key]) => !this.#known(key));
+    const held = await Promise.all(
+      unknown.map(([, ref]) =>
+        this.#db.get(Bucket.TRIE, ref.kind === "code" ? codeKey(ref.hash) : ref.hash),
+      ),
+    );
+    for (let i = 0; i < unknown.length; i++) {
+      const [key, ref] = unknown[i]!;
+      if (this.#known(key)) continue;
+      if (held[i] === undefined) this.#queueItem(key, makeItem(ref.hash, ref.kind));
+      else if (ref.kind === "code") this.#heldCode(key);
+      else await this.#walkFrom(ref.hash, ref.kind);
+    }
   }
 
-  /** A node walked or delivered: its leaves counted and, in the account trie, its codes looked at. */
-  async #looked(decoded: Decoded, kind: TrieKind): Promise<void> {
+  /**
+   * Counts a node walked or delivered (and its leaves); returns the code hashes of the accounts
+   * in it (account trie).
+   */
+  #looked(decoded: Decoded, kind: TrieKind): Uint8Array[] {
     this.#counts.nodes++;
     const leaves = countLeaves(decoded);
     if (kind === "account") this.#counts.accounts += leaves;
     else this.#counts.slots += leaves;
-    if (kind !== "account") return;
     const codes: Uint8Array[] = [];
-    forEachLeafAccount(decoded, (codeHash) => codes.push(codeHash));
-    for (const codeHash of codes) await this.#code(codeHash);
+    if (kind === "account") forEachLeafAccount(decoded, (codeHash) => codes.push(codeHash));
+    return codes;
   }
 
-  /** A child node referred to by a node of this root: skipped, walked or queued. */
-  async #child(hash: Uint8Array, kind: TrieKind): Promise<void> {
-    if (equalBytes(hash, EMPTY_TRIE_ROOT)) return;
-    const key = itemKey(hash, false);
-    if (this.#known(key)) return;
-    await this.#walkFrom(hash, kind);
-  }
-
-  /** Code an account of this root has: counted if held, queued otherwise. */
+  /** Code an account of this root has, met by a walk: counted if held, queued otherwise. */
   async #code(hash: Uint8Array): Promise<void> {
     const key = itemKey(hash, true);
     if (this.#known(key)) return;
-    if ((await this.#db.get(Bucket.TRIE, codeKey(hash))) === undefined) {
-      if (!this.#known(key)) this.#queueItem(key, makeItem(hash, "code"));
-      return;
-    }
-    if (this.#walked.has(key)) return;
+    const held = await this.#db.get(Bucket.TRIE, codeKey(hash));
+    if (this.#known(key)) return;
+    if (held === undefined) this.#queueItem(key, makeItem(hash, "code"));
+    else this.#heldCode(key);
+  }
+
+  #heldCode(key: string): void {
     this.#walked.add(key);
     this.#counts.codes++;
   }
 
   /** Walks what the database holds from `hash`; each missing node met joins the frontier. */
   async #walkFrom(hash: Uint8Array, kind: TrieKind): Promise<void> {
-    await walk(this.#db, hash, (_bytes, decoded, nodeKind) => this.#looked(decoded, nodeKind), {
+    const visit = async (_bytes: Uint8Array, decoded: Decoded, nodeKind: TrieKind) => {
+      for (const codeHash of this.#looked(decoded, nodeKind)) await this.#code(codeHash);
+    };
+    await walk(this.#db, hash, visit, {
       seen: this.#walked,
       onMissing: (missing, missingKind) => {
         const key = itemKey(missing, false);
