@@ -127,8 +127,8 @@ export class StateSync {
 
   /**
    * A sync of the state at `root` into `db`: walks what `db` holds from `root`, and every
-   * missing item it meets is the frontier. Throws `STATE_SYNC_INVALID` for a root that is not
-   * 32 bytes.
+   * missing item it meets is the frontier. Rejects with `STATE_SYNC_INVALID` for a root that
+   * is not 32 bytes.
    */
   static async open(db: Pick<Database, "get" | "write">, root: Uint8Array): Promise<StateSync> {
     const sync = new StateSync(db, checkRoot(root));
@@ -328,7 +328,9 @@ export class StateSync {
    * children not known yet are looked up in the database together, then walked when held or
    * queued when missing.
    */
-  async #handled(delivered: readonly { key: string; item: StateItem; bytes: Uint8Array }[]) {
+  async #handled(
+    delivered: readonly { key: string; item: StateItem; bytes: Uint8Array }[],
+  ): Promise<void> {
     const refs = new Map<string, { hash: Uint8Array; kind: StateItemKind }>();
     for (const { key, item, bytes } of delivered) {
       if (this.#walked.has(key)) continue;
