@@ -67,8 +67,12 @@ function itemKey(hash: Uint8Array, code: boolean): string {
   return code ? `c${bytesToHex(hash)}` : bytesToHex(hash);
 }
 
+/**
+ * An item to queue. The hash is copied: read out of a node, it is a view of the answer's bytes
+ * (perhaps of a whole message), which the frontier would otherwise keep alive.
+ */
 function makeItem(hash: Uint8Array, kind: StateItemKind): StateItem {
-  return Object.freeze({ hash, kind, code: kind === "code" });
+  return Object.freeze({ hash: hash.slice(), kind, code: kind === "code" });
 }
 
 /**
