@@ -36,6 +36,11 @@ export const StateErrorCode = {
   FORK_NODE_UNAVAILABLE: "STATE_FORK_NODE_UNAVAILABLE",
   /** A fork mode not supported yet (reading an upstream without proofs, `verify: false`). */
   FORK_UNSUPPORTED: "STATE_FORK_UNSUPPORTED",
+  /**
+   * A state sync called with arguments it cannot take: a root that is not 32 bytes, items that
+   * are not the sync's, answers that are not byte arrays or more answers than items.
+   */
+  SYNC_INVALID: "STATE_SYNC_INVALID",
 } as const;
 export type StateErrorCode = (typeof StateErrorCode)[keyof typeof StateErrorCode];
 

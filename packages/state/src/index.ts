@@ -53,4 +53,11 @@ export {
   stateDumpWrites,
 } from "./stateDump.js";
 export { codeKey, readStateItems, type StateItemRef } from "./stateItems.js";
+export {
+  type DeliverResult,
+  type StateItem,
+  type StateItemKind,
+  StateSync,
+  type StateSyncProgress,
+} from "./sync/stateSync.js";
 export { type AccountState, EMPTY_TRIE_ROOT, type StateProof, WorldState } from "./worldState.js";

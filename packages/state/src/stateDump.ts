@@ -8,7 +8,8 @@ import type { TrieKind } from "./nodeRefs.js";
 import { type Decoded, visitNode } from "./pruner.js";
 import { codeKey } from "./stateItems.js";
 
-const KECCAK_EMPTY = keccak256(new Uint8Array());
+/** The code hash of an account without code: keccak256 of nothing. */
+export const KECCAK_EMPTY = keccak256(new Uint8Array());
 
 /**
  * A whole state as data: every trie node reachable from `root` (the account trie and each
@@ -76,22 +77,45 @@ export async function stateDumpWrites(db: Database, dump: StateDump): Promise<Wr
   return ops;
 }
 
-/** Visits every node reachable from `root` (storage tries included) once. */
-async function walk(
+/** How `walk` goes on past what it has not got, and what it has walked before. */
+export interface WalkOptions {
+  /**
+   * Hex keys (`bytesToHex`) of nodes walked already: skipped, and every node walked is added.
+   * Shared between walks, it makes each node's subtree walked once across them.
+   */
+  readonly seen?: Set<string>;
+  /** Called for a node missing from the database instead of throwing; the walk goes on. */
+  readonly onMissing?: (hash: Uint8Array, kind: TrieKind) => void;
+  /** The trie `root` is a node of: the accounts' (the default) or a storage trie. */
+  readonly kind?: TrieKind;
+}
+
+/**
+ * Visits every node reachable from `root` (storage tries included) once. A missing node
+ * throws `StateError` (`ROOT_MISSING`), unless `onMissing` is given.
+ */
+export async function walk(
   db: Pick<Database, "get">,
   root: Uint8Array,
   visit: (bytes: Uint8Array, decoded: Decoded, kind: TrieKind) => Promise<void>,
+  opts: WalkOptions = {},
 ): Promise<void> {
-  const seen = new Set<string>();
-  const stack: { hash: Uint8Array; kind: TrieKind }[] = [{ hash: root, kind: "account" }];
+  const seen = opts.seen ?? new Set<string>();
+  const stack: { hash: Uint8Array; kind: TrieKind }[] = [
+    { hash: root, kind: opts.kind ?? "account" },
+  ];
   while (stack.length > 0) {
     const { hash, kind } = stack.pop()!;
     if (equalBytes(hash, EMPTY_TRIE_ROOT)) continue;
     const key = bytesToHex(hash);
     if (seen.has(key)) continue;
-    seen.add(key);
     const bytes = await db.get(Bucket.TRIE, hash);
-    if (bytes === undefined) throw missing(`trie node ${key}`);
+    if (bytes === undefined) {
+      if (opts.onMissing === undefined) throw missing(`trie node ${key}`);
+      opts.onMissing(hash, kind);
+      continue;
+    }
+    seen.add(key);
     const decoded = RLP.decode(bytes) as Decoded;
     await visit(bytes, decoded, kind);
     visitNode(decoded, kind, (child, childKind) => stack.push({ hash: child, kind: childKind }));
@@ -99,7 +123,7 @@ async function walk(
 }
 
 /** Calls `onCode` with the code hash of each account in the leaves of `node` (embedded ones too). */
-function forEachLeafAccount(node: Decoded, onCode: (codeHash: Uint8Array) => void): void {
+export function forEachLeafAccount(node: Decoded, onCode: (codeHash: Uint8Array) => void): void {
   if (!Array.isArray(node)) return;
   if (node.length === 17) {
     for (let i = 0; i < 16; i++) {
