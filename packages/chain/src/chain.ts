@@ -903,6 +903,14 @@ export class Chain {
     return undefined;
   }
 
+  /**
+   * The download of the state at `root` into the chain's database (`StateSync` of
+   * `@nodex/state`): what the database already holds of it is found first, so a restart goes on.
+   */
+  openStateSync(root: Uint8Array): Promise<StateSync> {
+    return StateSync.open(this.#db, root);
+  }
+
   /** The pivot of the snapshot sync under way (`saveSnapPivot`), or `undefined`. */
   async snapPivot(): Promise<bigint | undefined> {
     const bytes = await this.#db.get(Bucket.META, SNAP_PIVOT_KEY);
