@@ -14,6 +14,7 @@ import {
   StateErrorCode,
   type StateFile,
   type StateItemRef,
+  StateSync,
   type StorageHealth,
   stateDumpWrites,
   WorldState,
