@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Database, dumpState, stateDumpWrites } from "@nodex/state";
+import { Database } from "@nodex/state";
 import {
   type BlockHeader,
   bytesToHex,
@@ -127,24 +127,15 @@ async function preparedTarget(): Promise<{ chain: Chain; db: Database; path: str
     const to = from + 99n < PIVOT ? from + 99n : PIVOT;
     expect(await chain.storeHeaders(await headers(from, to))).toBeUndefined();
   }
+  // The pivot's state, downloaded by hash from the source chain's items.
   const pivot = await sourceBlock(PIVOT);
-  const sourceDb = await openSourceDbView();
-  await db.write(
-    await stateDumpWrites(db, await dumpState(sourceDb, pivot.block.header.stateRoot)),
-  );
+  const sync = await chain.openStateSync(pivot.block.header.stateRoot);
+  while (!sync.done) {
+    const items = sync.take(64);
+    const result = await sync.deliver(items, await source.stateItems(items));
+    expect(result.ok).toBe(true);
+  }
   return { chain, db, path };
-}
-
-/** The source chain's database, read through the chain's state items. */
-async function openSourceDbView(): Promise<Pick<Database, "get">> {
-  return {
-    get: async (_bucket, key) => {
-      const [value] = await source.stateItems([
-        key.length === 33 ? { hash: key.subarray(1), code: true } : { hash: key, code: false },
-      ]);
-      return value;
-    },
-  } as Pick<Database, "get">;
 }
 
 async function receiptsOf(number: bigint): Promise<readonly Receipt[]> {
