@@ -8,14 +8,16 @@ import {
   filledSlot,
   type SampleSlot,
 } from "../helpers/bigChain.js";
+import { type BigChainCopy, bigChainDatadir } from "../helpers/bigChainCache.js";
 import { type RunningNode, startNode } from "../helpers/node.js";
 import { p2pAddress, rpc } from "../helpers/p2p.js";
 import { type AccountProof, verifyAccount, verifyStorage } from "../proofs/verify.js";
 
 // The chain a snapshot sync starts from: a producer on the peer-to-peer network (its own
-// loopback address) with 5,000 blocks and a large state at the head, made by buildBigChain and
-// read back here as a syncing node's user would: the head, balances, slots, and proofs of them
-// against the head's state root.
+// loopback address) with 5,000 blocks and a large state at the head, made by buildBigChain (once,
+// through the cache of bigChainDatadir: the producer runs on a copy of the datadir) and read back
+// here as a syncing node's user would: the head, balances, slots, and proofs of them against the
+// head's state root.
 
 const OPTIONS = { blocks: 5_000, accounts: 50_000, slots: 5_000, contracts: 2 } as const;
 
@@ -24,10 +26,11 @@ afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()));
 });
 
-async function producer(host: string): Promise<RunningNode> {
+async function producer(host: string, datadir?: string): Promise<RunningNode> {
   const node = await startNode({
     network: "--devnet",
     args: ["--p2p-host", host, "--p2p-port", "0", "--no-automine"],
+    ...(datadir === undefined ? {} : { datadir }),
   });
   nodes.push(node);
   return node;
@@ -47,12 +50,14 @@ const hex = (n: bigint) => `0x${n.toString(16)}`;
 
 describe("a devnet chain of 5,000 blocks with 50,000 accounts and 10,000 slots", () => {
   let node: RunningNode;
+  let copy: BigChainCopy;
   let chain: BigChain;
   let head: { number: string; hash: string; stateRoot: string };
 
   beforeAll(async () => {
-    node = await producer("127.0.0.2");
-    chain = await buildBigChain(node, OPTIONS);
+    copy = await bigChainDatadir(OPTIONS);
+    chain = copy.chain;
+    node = await producer("127.0.0.2", copy.datadir);
     head = (await rpc(node, "eth_getBlockByNumber", ["latest", false])) as typeof head;
     const f = (p: { [k: string]: number } | undefined) =>
       p === undefined
@@ -61,11 +66,15 @@ describe("a devnet chain of 5,000 blocks with 50,000 accounts and 10,000 slots",
             .map(([k, v]) => `${k} ${v.toFixed(1)}`)
             .join(", ");
     process.stdout.write(
-      `big chain: ${chain.head} blocks, ${chain.accountsCreated} accounts, ${chain.slotsWritten} slots; ` +
+      `big chain (${copy.built ? "built now" : "from the cache"}): ${chain.head} blocks, ${chain.accountsCreated} accounts, ${chain.slotsWritten} slots; ` +
         `seconds: ${f({ ...chain.seconds })}; node CPU seconds: ${f(chain.cpuSeconds && { ...chain.cpuSeconds })}; ` +
         `datadir ${(sizeOf(node.datadir) / 2 ** 20).toFixed(1)} MiB\n`,
     );
   }, 300_000);
+  afterAll(async () => {
+    await node?.stop();
+    copy?.remove();
+  });
 
   it("ends at block 5,000, the head the build reports, with its state blocks last", async () => {
     expect(chain.head).toBe(5_000n);
@@ -84,7 +93,7 @@ describe("a devnet chain of 5,000 blocks with 50,000 accounts and 10,000 slots",
     expect(await count(chain.firstStateBlock - 1n)).toBe("0x0");
     for (let n = chain.firstStateBlock; n <= chain.head; n++)
       expect(BigInt((await count(n)) as string)).toBeGreaterThan(0n);
-    // The producer is on the network, for a node to sync from.
+    // The producer is on the network, for a node to sync from, with its own identity.
     expect(p2pAddress(node)).toMatch(/^\/ip4\/127\.0\.0\.2\/tcp\/\d+\/p2p\//);
   });
 
@@ -125,6 +134,19 @@ describe("a devnet chain of 5,000 blocks with 50,000 accounts and 10,000 slots",
     // The two contracts' slots differ (no storage trie shared between them).
     const [a, b] = chain.contracts as [string, string];
     expect(filledSlot(a, 7).slot).not.toBe(filledSlot(b, 7).slot);
+  });
+
+  it("gives each user a copy of its own of the same chain", async () => {
+    const again = await bigChainDatadir(OPTIONS);
+    try {
+      expect(again.built).toBe(false);
+      expect(again.datadir).not.toBe(copy.datadir);
+      expect(again.chain).toEqual(chain);
+      expect(readdirSync(again.datadir)).not.toContain("nodekey");
+    } finally {
+      again.remove();
+    }
+    expect(readdirSync(copy.datadir)).toContain("nodekey");
   });
 
   it("proves an account and slots against the head's state root (eth_getProof)", async () => {
