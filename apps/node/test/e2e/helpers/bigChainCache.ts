@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import {
   cpSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -21,12 +22,15 @@ import { startNode } from "./node.js";
 // of its own (stopped before anything is copied), into a folder of the OS's temp directory named
 // after the options and a fingerprint of the code (the built Nodex, the lock file, the
 // builder's source); each user gets a copy of the datadir. A build is written to a folder of its
-// own and renamed into place when complete, so a reader never sees half of one; two files that
-// build at once both build, and the first rename wins.
+// own and renamed into place when complete, so a reader never sees half of one. One build at a
+// time: a lock folder holds the builder's process id, and others wait for the build (or take
+// the lock over when that process is gone).
 
 const CACHE_PREFIX = "nodex-big-chain-";
 /** Entries unused this long are removed when another is made. */
 const STALE_MS = 24 * 3_600_000;
+/** How long a user waits for another's build of the same chain. */
+const WAIT_MS = 300_000;
 
 const root = fileURLToPath(new URL("../../../../../", import.meta.url));
 
@@ -105,12 +109,53 @@ async function buildInto(dir: string, opts: BigChainOptions): Promise<void> {
   }
 }
 
+/**
+ * Takes the lock folder `lock` (mkdir is atomic), or takes it over from a process that is gone;
+ * false while a live process holds it.
+ */
+function takeLock(lock: string): boolean {
+  try {
+    mkdirSync(lock);
+    writeFileSync(join(lock, "pid"), String(process.pid));
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+  let holder: number;
+  try {
+    holder = Number(readFileSync(join(lock, "pid"), "utf8"));
+  } catch {
+    // Made a moment ago, its process id not written yet (a live holder), unless long ago.
+    const made = statSync(lock, { throwIfNoEntry: false });
+    if (made === undefined || Date.now() - made.mtimeMs < 10_000) return false;
+    holder = 0;
+  }
+  if (isAlive(holder)) return false;
+  rmSync(lock, { recursive: true, force: true });
+  return takeLock(lock);
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 /** Removes other entries of the cache unused for a day (older code, other options). */
 function pruneStale(keep: string): void {
   const now = Date.now();
   for (const name of readdirSync(tmpdir())) {
     const path = join(tmpdir(), name);
-    if (!name.startsWith(CACHE_PREFIX) || path === keep || name.startsWith(`${CACHE_PREFIX}build-`))
+    if (
+      !name.startsWith(CACHE_PREFIX) ||
+      path === keep ||
+      name.startsWith(`${CACHE_PREFIX}build-`) ||
+      name.endsWith(".lock")
+    )
       continue;
     try {
       if (now - statSync(path).mtimeMs > STALE_MS) rmSync(path, { recursive: true, force: true });
@@ -127,10 +172,24 @@ function pruneStale(keep: string): void {
  */
 export async function bigChainDatadir(opts: BigChainOptions): Promise<BigChainCopy> {
   const dir = bigChainCacheDir(opts);
-  const built = !existsSync(join(dir, "chain.json"));
-  if (built) {
-    await buildInto(dir, opts);
-    pruneStale(dir);
+  let built = false;
+  const deadline = Date.now() + WAIT_MS;
+  while (!existsSync(join(dir, "chain.json"))) {
+    if (takeLock(`${dir}.lock`)) {
+      try {
+        if (!existsSync(join(dir, "chain.json"))) {
+          await buildInto(dir, opts);
+          built = true;
+          pruneStale(dir);
+        }
+      } finally {
+        rmSync(`${dir}.lock`, { recursive: true, force: true });
+      }
+    } else if (Date.now() > deadline) {
+      throw new Error(`another process has been building ${dir} for ${WAIT_MS / 1000} s`);
+    } else {
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
   const datadir = mkdtempSync(join(tmpdir(), "nodex-e2e-"));
   cpSync(join(dir, "datadir"), datadir, { recursive: true });

@@ -1,4 +1,4 @@
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -8,7 +8,7 @@ import {
   filledSlot,
   type SampleSlot,
 } from "../helpers/bigChain.js";
-import { type BigChainCopy, bigChainDatadir } from "../helpers/bigChainCache.js";
+import { type BigChainCopy, bigChainCacheDir, bigChainDatadir } from "../helpers/bigChainCache.js";
 import { type RunningNode, startNode } from "../helpers/node.js";
 import { p2pAddress, rpc } from "../helpers/p2p.js";
 import { type AccountProof, verifyAccount, verifyStorage } from "../proofs/verify.js";
@@ -174,25 +174,51 @@ describe("a devnet chain of 5,000 blocks with 50,000 accounts and 10,000 slots",
   });
 });
 
-describe("buildBigChain", () => {
+describe("buildBigChain and its cache", () => {
   const small = { blocks: 20, accounts: 1_200, slots: 1_500, contracts: 2 };
   let a: RunningNode;
   let x: BigChain;
-  let y: BigChain;
+  let copies: BigChainCopy[] = [];
 
+  // One build on a producer, and at the same time two users of a cold cache (this file's own
+  // entry, removed first), whose node builds the same options a second time.
   beforeAll(async () => {
-    const [first, second] = await Promise.all([producer("127.0.0.3"), producer("127.0.0.4")]);
-    a = first;
-    [x, y] = await Promise.all([buildBigChain(first, small), buildBigChain(second, small)]);
+    rmSync(bigChainCacheDir(small), { recursive: true, force: true });
+    [[a, x], copies] = await Promise.all([
+      producer("127.0.0.3").then(async (node) => [node, await buildBigChain(node, small)] as const),
+      Promise.all([bigChainDatadir(small), bigChainDatadir(small)]),
+    ]);
   }, 120_000);
+  afterAll(() => {
+    for (const c of copies) c.remove();
+  });
 
   it("makes the same chain twice: same head hash and state root", () => {
+    const y = copies[0]!.chain;
     expect(x.head).toBe(20n);
     expect(y.headHash).toBe(x.headHash);
     expect(y.stateRoot).toBe(x.stateRoot);
+    expect(y.sampleAccounts).toEqual(x.sampleAccounts);
     expect(y.sampleSlots).toEqual(x.sampleSlots);
     // The deploy, a block of accounts (2 transactions), a block of slots (4): blocks 18 to 20.
     expect(x.firstStateBlock).toBe(18n);
+  });
+
+  it("builds into the cache once for users that ask at once, each with a copy that serves the chain", async () => {
+    expect(copies.map((c) => c.built).sort()).toEqual([false, true]);
+    expect(copies[1]!.chain).toEqual(copies[0]!.chain);
+    expect(copies[0]!.datadir).not.toBe(copies[1]!.datadir);
+    const node = await producer("127.0.0.4", copies[1]!.datadir);
+    const head = (await rpc(node, "eth_getBlockByNumber", ["latest", false])) as {
+      hash: string;
+      stateRoot: string;
+    };
+    expect(head).toMatchObject({ hash: x.headHash, stateRoot: x.stateRoot });
+    const sample = x.sampleAccounts[1]!;
+    expect(BigInt((await rpc(node, "eth_getBalance", [sample.address, "latest"])) as string)).toBe(
+      sample.balance,
+    );
+    await node.stop();
   });
 
   it("refuses options it cannot meet and a node past genesis, saying why", async () => {
