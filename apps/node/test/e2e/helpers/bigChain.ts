@@ -292,6 +292,8 @@ async function batch(url: string, calls: readonly (readonly [string, unknown[]])
       `batch of ${calls.length} answered HTTP ${res.status}: ${res.text.slice(0, 300)}`,
     );
   const answers = res.json as Answer[];
+  if (answers.length !== calls.length)
+    throw new Error(`batch of ${calls.length} answered ${answers.length} responses`);
   const out: unknown[] = [];
   for (const a of answers) {
     if (a.error !== undefined)
