@@ -23,7 +23,25 @@ export interface BigChainOptions {
   readonly slots: number;
   /** Contracts with `slots` slots each (1 by default); the first also pays the accounts. */
   readonly contracts?: number;
+  /**
+   * Empty blocks after those that carry the state (0 by default), so that the state is older
+   * than the head: a snapshot sync's pivot, some blocks below the head, then has all of it.
+   */
+  readonly emptyAfter?: number;
 }
+
+/**
+ * The large chain the end-to-end tests share (built once per code version, see
+ * `bigChainDatadir`): 5,000 blocks, 50,000 accounts, two contracts of 5,000 slots, and 150
+ * empty blocks after the state, so that a pivot 64 blocks below the head holds all of it.
+ */
+export const LARGE_CHAIN: BigChainOptions = Object.freeze({
+  blocks: 5_000,
+  accounts: 50_000,
+  slots: 5_000,
+  contracts: 2,
+  emptyAfter: 150,
+});
 
 export interface SampleAccount {
   readonly address: string;
@@ -43,6 +61,7 @@ export interface BigChainPhases {
   readonly accounts: number;
   readonly slots: number;
   readonly emptyBlocks: number;
+  readonly emptyAfter: number;
   readonly check: number;
   readonly total: number;
 }
@@ -434,12 +453,13 @@ function validate(opts: BigChainOptions): Required<BigChainOptions> {
     ["accounts", opts.accounts, 0],
     ["slots", opts.slots, 0],
     ["contracts", contracts, 1],
+    ["emptyAfter", opts.emptyAfter ?? 0, 0],
   ] as const) {
     if (!Number.isSafeInteger(value) || value < min)
       throw new Error(`${name} must be an integer of at least ${min}, not ${value}`);
   }
   if (contracts > 100) throw new Error(`contracts must be at most 100, not ${contracts}`);
-  return { ...opts, contracts };
+  return { ...opts, contracts, emptyAfter: opts.emptyAfter ?? 0 };
 }
 
 /** Indexes spread over [0, total): the first, the last and some between. */
@@ -476,9 +496,11 @@ export async function buildBigChain(
     contracts.flatMap((c) => fillerWorks(c, 1, opts.slots, SLOTS_PER_TX)),
   );
   const stateBlocks = 1 + accountBlocks.length + slotBlocks.length;
-  if (stateBlocks > opts.blocks)
-    throw new Error(`the state takes ${stateBlocks} blocks, more than the ${opts.blocks} wanted`);
-  const firstStateBlock = BigInt(opts.blocks - stateBlocks + 1);
+  if (stateBlocks + opts.emptyAfter > opts.blocks)
+    throw new Error(
+      `the state takes ${stateBlocks} blocks and ${opts.emptyAfter} follow it, more than the ${opts.blocks} wanted`,
+    );
+  const firstStateBlock = BigInt(opts.blocks - opts.emptyAfter - stateBlocks + 1);
 
   const [chainId, head, pending] = (await batch(url, [
     ["eth_chainId", []],
@@ -505,6 +527,8 @@ export async function buildBigChain(
   for (const block of slotBlocks) await builder.block(block);
   clock.lap("slots");
   await rpc(url, "evm_setBlockGasLimit", [ownGasLimit]);
+  await builder.emptyBlocksUpTo(BigInt(opts.blocks));
+  clock.lap("emptyAfter");
 
   const sampleAccounts = spread(opts.accounts).map(filledAccount);
   const sampleSlots = contracts.flatMap((c) => spread(opts.slots).map((i) => filledSlot(c, i)));
@@ -568,6 +592,7 @@ function phases(p: Partial<Record<Phase, number>>, total: number): BigChainPhase
     accounts: p.accounts ?? 0,
     slots: p.slots ?? 0,
     emptyBlocks: p.emptyBlocks ?? 0,
+    emptyAfter: p.emptyAfter ?? 0,
     check: p.check ?? 0,
     total,
   };

@@ -6,6 +6,7 @@ import {
   buildBigChain,
   filledAccount,
   filledSlot,
+  LARGE_CHAIN,
   type SampleSlot,
 } from "../helpers/bigChain.js";
 import { type BigChainCopy, bigChainCacheDir, bigChainDatadir } from "../helpers/bigChainCache.js";
@@ -19,7 +20,7 @@ import { type AccountProof, verifyAccount, verifyStorage } from "../proofs/verif
 // here as a syncing node's user would: the head, balances, slots, and proofs of them against the
 // head's state root.
 
-const OPTIONS = { blocks: 5_000, accounts: 50_000, slots: 5_000, contracts: 2 } as const;
+const OPTIONS = LARGE_CHAIN;
 
 const nodes: RunningNode[] = [];
 afterAll(async () => {
@@ -76,7 +77,7 @@ describe("a devnet chain of 5,000 blocks with 50,000 accounts and 10,000 slots",
     copy?.remove();
   });
 
-  it("ends at block 5,000, the head the build reports, with its state blocks last", async () => {
+  it("ends at block 5,000, the head the build reports, with its state blocks before 150 empty ones", async () => {
     expect(chain.head).toBe(5_000n);
     expect(await rpc(node, "eth_blockNumber")).toBe("0x1388");
     expect(head).toMatchObject({
@@ -88,11 +89,14 @@ describe("a devnet chain of 5,000 blocks with 50,000 accounts and 10,000 slots",
     expect(chain.slotsWritten).toBe(10_000);
     // Block 1 on is empty up to the state blocks; those each hold transactions.
     const count = (n: bigint) => rpc(node, "eth_getBlockTransactionCountByNumber", [hex(n)]);
-    expect(chain.firstStateBlock).toBeGreaterThan(4_900n);
+    expect(chain.firstStateBlock).toBeGreaterThan(4_800n);
     expect(await count(1n)).toBe("0x0");
     expect(await count(chain.firstStateBlock - 1n)).toBe("0x0");
-    for (let n = chain.firstStateBlock; n <= chain.head; n++)
+    const lastStateBlock = chain.head - 150n;
+    for (let n = chain.firstStateBlock; n <= lastStateBlock; n++)
       expect(BigInt((await count(n)) as string)).toBeGreaterThan(0n);
+    expect(await count(lastStateBlock + 1n)).toBe("0x0");
+    expect(await count(chain.head)).toBe("0x0");
     // The producer is on the network, for a node to sync from, with its own identity.
     expect(p2pAddress(node)).toMatch(/^\/ip4\/127\.0\.0\.2\/tcp\/\d+\/p2p\//);
   });
@@ -226,8 +230,11 @@ describe("buildBigChain and its cache", () => {
       "blocks must be an integer of at least 1, not 0",
     );
     await expect(buildBigChain(a, { blocks: 2, accounts: 10_000, slots: 1 })).rejects.toThrow(
-      "the state takes 3 blocks, more than the 2 wanted",
+      "the state takes 3 blocks and 0 follow it, more than the 2 wanted",
     );
+    await expect(
+      buildBigChain(a, { blocks: 5, accounts: 1, slots: 1, emptyAfter: 3 }),
+    ).rejects.toThrow("the state takes 3 blocks and 3 follow it, more than the 5 wanted");
     await expect(buildBigChain(a.url, small)).rejects.toThrow(
       "the node's head is block 20, not genesis",
     );
