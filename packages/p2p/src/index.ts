@@ -5,6 +5,7 @@ export {
   type ChainHead,
   type ChainSource,
   chainSourceOf,
+  type StateItemKey,
 } from "./chainSource.js";
 export { P2PError, P2PErrorCode } from "./errors.js";
 export {
@@ -40,6 +41,8 @@ export {
   MAX_BODIES_PER_REQUEST,
   MAX_HEADERS_PER_REQUEST,
   MAX_RECEIPTS_PER_REQUEST,
+  MAX_STATE_ITEMS_PER_REQUEST,
+  MAX_STATE_RESPONSE_BYTES,
   Protocol,
   protocolId,
   REQUEST_PROTOCOLS,
@@ -47,6 +50,7 @@ export {
   type RequestProtocol,
   type RequestTypes,
   ResultCode,
+  StateItemKind,
 } from "./protocols.js";
 export { RateLimiter } from "./rateLimiter.js";
 export {
