@@ -80,6 +80,20 @@ export {
   type SealCheck,
   shortPeerId,
 } from "./service.js";
+export {
+  DEFAULT_SNAP_SYNC_OPTIONS,
+  type SnapChain,
+  type SnapDelivery,
+  type SnapNetwork,
+  type SnapPhase,
+  type SnapProgress,
+  type SnapResult,
+  type SnapStateItem,
+  type SnapStateProgress,
+  type SnapStateSync,
+  SnapSync,
+  type SnapSyncOptions,
+} from "./snapSync.js";
 export { decodeStatus, encodeStatus, type Status, statusMismatch } from "./status.js";
 export {
   DEFAULT_SYNC_OPTIONS,

@@ -77,6 +77,24 @@ export function cleanUp(): void {
   });
 }
 
+/** An empty LevelDB in a temp dir, closed and removed after the test. */
+export async function tempDatabase(): Promise<Database> {
+  const dir = mkdtempSync(join(tmpdir(), "nodex-p2p-db-"));
+  dirs.push(dir);
+  const db = await Database.open(join(dir, "db"));
+  dbs.push(db);
+  return db;
+}
+
+/** The address of the `i`th account `chainWithState` funds. */
+export function fundedAddress(i: number): Address {
+  const to = new Uint8Array(20);
+  to[0] = 0x11;
+  to[18] = i >> 8;
+  to[19] = i & 0xff;
+  return to as Address;
+}
+
 /** A regtest chain on a temp LevelDB: `blocks` mined blocks, each with a transfer. */
 export async function chainWithBlocks(blocks: number): Promise<{
   chain: Chain;
@@ -132,6 +150,8 @@ export async function chainWithState(
   mined: MinedBlock[];
   runtime: Uint8Array;
   bigRuntime: Uint8Array;
+  /** Mines `count` more blocks of one transfer each. */
+  more(count: number): Promise<void>;
 }> {
   const dir = mkdtempSync(join(tmpdir(), "nodex-p2p-state-"));
   dirs.push(dir);
@@ -153,13 +173,7 @@ export async function chainWithState(
     );
   let nonce = 0;
   const first = [sign(nonce++, null, DEPLOY), sign(nonce++, null, DEPLOY_BIG)];
-  for (let i = 0; i < accounts; i++) {
-    const to = new Uint8Array(20);
-    to[0] = 0x11;
-    to[18] = i >> 8;
-    to[19] = i & 0xff;
-    first.push(sign(nonce++, to as Address));
-  }
+  for (let i = 0; i < accounts; i++) first.push(sign(nonce++, fundedAddress(i)));
   const mined: MinedBlock[] = [];
   const perBlock = 150;
   for (let i = 0; i < first.length; i += perBlock)
@@ -169,14 +183,17 @@ export async function chainWithState(
         timestamp: 1_000n + BigInt(mined.length),
       }),
     );
-  for (let i = 0; i < blocks; i++)
-    mined.push(
-      await chain.mine([sign(nonce++, BOB)], {
-        coinbase: MINER,
-        timestamp: 1_000n + BigInt(mined.length),
-      }),
-    );
-  return { chain, db, mined, runtime: RUNTIME, bigRuntime: BIG_RUNTIME };
+  const more = async (count: number) => {
+    for (let i = 0; i < count; i++)
+      mined.push(
+        await chain.mine([sign(nonce++, BOB)], {
+          coinbase: MINER,
+          timestamp: 1_000n + BigInt(mined.length),
+        }),
+      );
+  };
+  await more(blocks);
+  return { chain, db, mined, runtime: RUNTIME, bigRuntime: BIG_RUNTIME, more };
 }
 
 /** A started network on `host`, port 0, with a fresh key and a recording logger. */

@@ -1,0 +1,489 @@
+import {
+  AccountReader,
+  Bucket,
+  codeKey,
+  type Database,
+  EMPTY_TRIE_ROOT,
+  NodeStore,
+  orderedTrieRoot,
+  readStateItems,
+} from "@nodex/state";
+import {
+  type Block,
+  type BlockHeader,
+  bytesToHex,
+  encodeReceipt,
+  equalBytes,
+  headerHash,
+  keccak256,
+  type Receipt,
+  type RLPItem,
+  rlpDecode,
+} from "@nodex/types";
+import { describe, expect, it } from "vitest";
+import { type ChainSource, chainSourceOf } from "../../src/chainSource.js";
+import { PeerEvent, PeerScoring } from "../../src/scoring/index.js";
+import {
+  type SnapChain,
+  type SnapDelivery,
+  type SnapStateItem,
+  type SnapStateProgress,
+  type SnapStateSync,
+  SnapSync,
+  type SnapSyncOptions,
+} from "../../src/snapSync.js";
+import {
+  chainWithBlocks,
+  chainWithState,
+  cleanUp,
+  eventually,
+  fundedAddress,
+  recordingLogger,
+  startNode,
+  tempDatabase,
+} from "./helpers.js";
+
+cleanUp();
+
+const EMPTY_CODE_HASH = keccak256(new Uint8Array());
+
+type Kind = "account" | "storage" | "code";
+interface Item extends SnapStateItem {
+  readonly kind: Kind;
+}
+
+/**
+ * Test double of `@nodex/state`'s `StateSync`: a download of the state of a root, keyed by hash.
+ * It walks what the database holds from the root (so a restart asks only for what is missing),
+ * hands out the missing items, checks each answer's hash, writes trie nodes under their hash
+ * and code under `codeKey`, and follows each node to its children, each account to its storage
+ * trie and code.
+ */
+class StateSyncDouble implements SnapStateSync {
+  readonly #db: Database;
+  readonly #pending = new Map<string, Item>();
+  readonly #inFlight = new Map<string, Item>();
+  readonly counts = { accounts: 0, slots: 0, nodes: 0, codes: 0, bytes: 0 };
+  /** Items written by deliveries. */
+  written = 0;
+  /** Items the walks found in the database. */
+  walked = 0;
+
+  private constructor(db: Database) {
+    this.#db = db;
+  }
+
+  static async open(db: Database, root: Uint8Array): Promise<StateSyncDouble> {
+    const sync = new StateSyncDouble(db);
+    await sync.#walk([{ hash: root, code: false, kind: "account" }]);
+    return sync;
+  }
+
+  take(max: number): Item[] {
+    const out: Item[] = [];
+    for (const [key, item] of this.#pending) {
+      if (out.length >= max) break;
+      this.#pending.delete(key);
+      this.#inFlight.set(key, item);
+      out.push(item);
+    }
+    return out;
+  }
+
+  async deliver(
+    items: readonly SnapStateItem[],
+    answers: readonly (Uint8Array | undefined)[],
+  ): Promise<SnapDelivery> {
+    for (let i = 0; i < items.length; i++) {
+      const answer = answers[i];
+      if (answer !== undefined && !equalBytes(keccak256(answer), items[i]!.hash))
+        return {
+          ok: false,
+          reason: `item ${bytesToHex(items[i]!.hash)} does not hash to its bytes`,
+        };
+    }
+    let written = 0;
+    let missing = 0;
+    let bytes = 0;
+    const found: Item[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as Item;
+      const key = keyOf(item);
+      this.#inFlight.delete(key);
+      const answer = answers[i];
+      if (answer === undefined) {
+        this.#pending.set(key, item);
+        missing++;
+        continue;
+      }
+      await this.#db.write([
+        {
+          type: "put",
+          bucket: Bucket.TRIE,
+          key: item.code ? codeKey(item.hash) : item.hash,
+          value: answer,
+        },
+      ]);
+      written++;
+      bytes += answer.length;
+      this.#count(item, answer, found);
+    }
+    this.written += written;
+    await this.#walk(found);
+    return { ok: true, written, missing, bytes };
+  }
+
+  release(items: readonly SnapStateItem[]): void {
+    for (const item of items) {
+      const key = keyOf(item);
+      const known = this.#inFlight.get(key);
+      if (known === undefined) continue;
+      this.#inFlight.delete(key);
+      this.#pending.set(key, known);
+    }
+  }
+
+  async retarget(root: Uint8Array): Promise<void> {
+    this.#pending.clear();
+    await this.#walk([{ hash: root, code: false, kind: "account" }]);
+  }
+
+  get done(): boolean {
+    return this.#pending.size === 0 && this.#inFlight.size === 0;
+  }
+
+  progress(): SnapStateProgress {
+    return { ...this.counts, pending: this.#pending.size, inFlight: this.#inFlight.size };
+  }
+
+  /** Follows `items` through what the database holds; what it lacks becomes pending. */
+  async #walk(items: Item[]): Promise<void> {
+    const queue = [...items];
+    while (queue.length > 0) {
+      const item = queue.pop()!;
+      const key = keyOf(item);
+      if (this.#pending.has(key) || this.#inFlight.has(key)) continue;
+      const [stored] = await readStateItems(this.#db, [item]);
+      if (stored === undefined) {
+        this.#pending.set(key, item);
+        continue;
+      }
+      this.walked++;
+      if (!item.code) children(rlpDecode(stored), item.kind, queue);
+    }
+  }
+
+  #count(item: Item, bytes: Uint8Array, out: Item[]): void {
+    this.counts.bytes += bytes.length;
+    if (item.code) {
+      this.counts.codes++;
+      return;
+    }
+    this.counts.nodes++;
+    const kids: Item[] = [];
+    const leaves = children(rlpDecode(bytes), item.kind, kids);
+    if (item.kind === "account") this.counts.accounts += leaves;
+    else this.counts.slots += leaves;
+    out.push(...kids);
+  }
+}
+
+function keyOf(item: SnapStateItem): string {
+  return `${item.code ? "c" : "n"}${bytesToHex(item.hash)}`;
+}
+
+/** The items a trie node refers to (its children; an account's storage root and code); its leaves. */
+function children(node: RLPItem, kind: Kind, out: Item[]): number {
+  if (node instanceof Uint8Array) return 0;
+  const ref = (child: RLPItem): number => {
+    if (child instanceof Uint8Array) {
+      if (child.length === 32) out.push({ hash: child, code: false, kind });
+      return 0;
+    }
+    return children(child, kind, out);
+  };
+  if (node.length === 17) {
+    let leaves = 0;
+    for (let i = 0; i < 16; i++) leaves += ref(node[i]!);
+    return leaves;
+  }
+  if (node.length !== 2) throw new Error(`a trie node of ${node.length} items`);
+  const path = node[0] as Uint8Array;
+  const isLeaf = path[0]! >> 4 >= 2;
+  if (!isLeaf) return ref(node[1]!);
+  if (kind === "account") {
+    const account = rlpDecode(node[1] as Uint8Array) as Uint8Array[];
+    const storageRoot = account[2]!;
+    const codeHash = account[3]!;
+    if (!equalBytes(storageRoot, EMPTY_TRIE_ROOT))
+      out.push({ hash: storageRoot, code: false, kind: "storage" });
+    if (!equalBytes(codeHash, EMPTY_CODE_HASH))
+      out.push({ hash: codeHash, code: true, kind: "code" });
+  }
+  return 1;
+}
+
+/**
+ * The syncing side's chain for these tests: a header chain in memory from genesis, the state in
+ * a real LevelDB through `StateSyncDouble`, the pivot, and the installed pivot block checked
+ * against its header (transactions and receipts roots) and its state (complete).
+ */
+class TestSnapChain implements SnapChain {
+  readonly db: Database;
+  readonly headers = new Map<bigint, BlockHeader>();
+  #tip: BlockHeader;
+  pivot: bigint | undefined;
+  readonly pivots: bigint[] = [];
+  readonly engines: StateSyncDouble[] = [];
+  installed: { block: Block; receipts: readonly Receipt[] } | undefined;
+  /** Resolved before a state engine is opened (tests hold the state phase with it). */
+  gate: Promise<void> = Promise.resolve();
+
+  constructor(db: Database, genesis: BlockHeader) {
+    this.db = db;
+    this.#tip = genesis;
+    this.headers.set(genesis.number, genesis);
+  }
+
+  async headerTip(): Promise<BlockHeader> {
+    return this.#tip;
+  }
+
+  async storeHeaders(headers: readonly BlockHeader[]): Promise<string | undefined> {
+    let tip = this.#tip;
+    for (const header of headers) {
+      if (header.number !== tip.number + 1n)
+        return `header ${header.number} does not follow ${tip.number}`;
+      if (!equalBytes(header.parentHash, headerHash(tip)))
+        return `header ${header.number} is not the child of header ${tip.number}`;
+      tip = header;
+    }
+    for (const header of headers) this.headers.set(header.number, header);
+    this.#tip = tip;
+    return undefined;
+  }
+
+  async headerByNumber(number: bigint): Promise<BlockHeader | undefined> {
+    return this.headers.get(number);
+  }
+
+  async openStateSync(root: Uint8Array): Promise<SnapStateSync> {
+    await this.gate;
+    const engine = await StateSyncDouble.open(this.db, root);
+    this.engines.push(engine);
+    return engine;
+  }
+
+  async snapPivot(): Promise<bigint | undefined> {
+    return this.pivot;
+  }
+
+  async saveSnapPivot(number: bigint): Promise<void> {
+    this.pivot = number;
+    this.pivots.push(number);
+  }
+
+  async installSnapshot(block: Block, receipts: readonly Receipt[]): Promise<string | undefined> {
+    const header = this.headers.get(block.header.number);
+    if (header === undefined || !equalBytes(headerHash(header), headerHash(block.header)))
+      return "not a header of the header chain";
+    const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));
+    if (!equalBytes(txRoot, header.transactionsRoot)) return "transactions root mismatch";
+    const receiptsRoot = await orderedTrieRoot(receipts.map(encodeReceipt));
+    if (!equalBytes(receiptsRoot, header.receiptsRoot)) return "receipts root mismatch";
+    const engine = this.engines.at(-1);
+    if (engine === undefined || !engine.done) return "the state is not complete";
+    this.installed = { block, receipts };
+    return undefined;
+  }
+}
+
+const FAST: Partial<SnapSyncOptions> = {
+  pivotDistance: 8,
+  minSnapDistance: 16,
+  pivotMaxLag: 16,
+  headersPerRequest: 8,
+  itemsPerRequest: 32,
+  requestTimeoutMs: 5_000,
+  statusPollMs: 100,
+  retryDelayMs: 50,
+  progressLogMs: 200,
+};
+const GENEROUS = { rateLimit: { capacity: 1_000_000, refillPerSecond: 1_000_000 } };
+
+interface Report {
+  readonly peer: string;
+  readonly event: PeerEvent;
+  readonly reason: string | undefined;
+}
+
+/** A server with a state of `accounts` accounts and `blocks` blocks after it; a syncing node. */
+async function setUp(accounts: number, blocks: number) {
+  const server = await chainWithState(accounts, blocks);
+  const serverNode = await startNode("127.0.0.2", await chainSourceOf(server.chain), GENEROUS);
+  const { chain: empty } = await chainWithBlocks(0);
+  const source = await chainSourceOf(empty);
+  const client = await startNode("127.0.0.3", source, GENEROUS);
+  await client.dial(serverNode.listenAddresses()[0]!);
+  const snapChain = new TestSnapChain(await tempDatabase(), (await source.headerByNumber(0n))!);
+  const reports: Report[] = [];
+  const logger = recordingLogger();
+  const snap = (opts: Partial<SnapSyncOptions> = {}) =>
+    new SnapSync(
+      client,
+      snapChain,
+      { logger, report: (peer, event, reason) => reports.push({ peer, event, reason }) },
+      { ...FAST, ...opts },
+    );
+  return { server, serverNode, client, snapChain, reports, logger, snap };
+}
+
+/** The accounts the server funded read from the synced database at `root`: as the server has them. */
+async function expectSameState(
+  serverChain: Awaited<ReturnType<typeof chainWithState>>["chain"],
+  db: Database,
+  header: BlockHeader,
+  accounts: number,
+  runtime: Uint8Array,
+) {
+  const synced = new AccountReader(new NodeStore(db), header.stateRoot);
+  const theirs = serverChain.accountsAt(header);
+  for (let i = 0; i < accounts; i++) {
+    const address = fundedAddress(i);
+    const ours = await synced.getAccount(address);
+    expect(ours).toBeDefined();
+    expect(ours).toEqual(await theirs.getAccount(address));
+  }
+  expect(await db.get(Bucket.TRIE, codeKey(keccak256(runtime)))).toEqual(runtime);
+}
+
+describe("SnapSync", () => {
+  it("syncs headers, state and the pivot block from a peer, and installs the snapshot", async () => {
+    const { server, snapChain, snap, logger } = await setUp(300, 30);
+    const sync = snap();
+    const result = await sync.run();
+    const head = server.chain.head.block.header.number;
+    expect(result).toMatchObject({ result: "installed", pivot: head - 8n });
+    const pivot = snapChain.headers.get(head - 8n)!;
+    expect(result.result === "installed" && equalBytes(result.hash, headerHash(pivot))).toBe(true);
+    // Every header to the pivot, linked, as the server has them.
+    for (let n = 1n; n <= head - 8n; n++)
+      expect(headerHash(snapChain.headers.get(n)!)).toEqual(
+        (await server.chain.getCanonicalHash(n))!,
+      );
+    expect(snapChain.installed?.block.header.number).toBe(head - 8n);
+    expect(snapChain.installed?.receipts).toHaveLength(1);
+    await expectSameState(server.chain, snapChain.db, pivot, 300, server.runtime);
+    const progress = sync.progress()!;
+    expect(progress).toMatchObject({
+      phase: "blocks",
+      pivot: head - 8n,
+      headers: { done: Number(head - 8n), total: Number(head - 8n) },
+    });
+    expect(progress.state.accounts).toBeGreaterThanOrEqual(300);
+    expect(progress.state.codes).toBe(2);
+    expect(progress.state.slots).toBeGreaterThanOrEqual(1);
+    expect(progress.state.pending).toBe(0);
+    expect(logger.records.some((r) => r.msg === "Snapshot installed")).toBe(true);
+  });
+
+  it("answers full when the best head is too close for a snapshot", async () => {
+    const { snap, snapChain } = await setUp(5, 3);
+    const result = await snap().run();
+    expect(result).toMatchObject({ result: "full" });
+    expect(snapChain.pivots).toEqual([]);
+  });
+
+  it("reports a peer that answers wrong state bytes and completes from the honest one", async () => {
+    const { server, client, snapChain, snap, reports } = await setUp(300, 30);
+    const honest = await chainSourceOf(server.chain);
+    const hostile: ChainSource = {
+      ...honest,
+      head: () => honest.head(),
+      // The right items with one byte changed: each hashes to something else.
+      stateItems: async (items, maxBytes) =>
+        (await honest.stateItems(items, maxBytes)).map((bytes) =>
+          bytes === undefined ? undefined : Uint8Array.from(bytes, (b, i) => (i === 0 ? b ^ 1 : b)),
+        ),
+    };
+    const hostileNode = await startNode("127.0.0.4", hostile, GENEROUS);
+    await client.dial(hostileNode.listenAddresses()[0]!);
+    const result = await snap({ itemsPerRequest: 16 }).run();
+    expect(result).toMatchObject({ result: "installed" });
+    const bad = reports.filter((r) => r.peer === hostileNode.peerId);
+    expect(bad).toHaveLength(1);
+    expect(bad[0]!.event).toBe(PeerEvent.INVALID_MESSAGE);
+    expect(bad[0]!.reason).toMatch(/^state items: item 0x[0-9a-f]{64} does not hash to its bytes$/);
+    // The event bans: scoring punishes the peer for it.
+    expect(new PeerScoring().record("hostile", "127.0.0.4", bad[0]!.event).punished).toBe(true);
+    expect(reports.filter((r) => r.peer !== hostileNode.peerId)).toEqual([]);
+    const pivot = snapChain.headers.get(result.result === "installed" ? result.pivot : 0n)!;
+    await expectSameState(server.chain, snapChain.db, pivot, 300, server.runtime);
+  });
+
+  it("resumes after a stop: the stored headers, the pivot, and the state already written", async () => {
+    const { server, snapChain, snap } = await setUp(300, 30);
+    const first = snap({ itemsPerRequest: 8, parallelRequests: 1 });
+    const running = first.run();
+    await eventually(
+      () => (first.progress()?.state.nodes ?? 0) >= 40,
+      "some state downloaded",
+      15_000,
+    );
+    await first.stop();
+    expect(await running).toEqual({ result: "stopped" });
+    const head = server.chain.head.block.header.number;
+    expect(snapChain.pivot).toBe(head - 8n);
+    expect((await snapChain.headerTip()).number).toBe(head - 8n);
+    expect(snapChain.installed).toBeUndefined();
+    const before = snapChain.engines[0]!.written;
+    expect(before).toBeGreaterThanOrEqual(40);
+
+    const second = snap();
+    const result = await second.run();
+    expect(result).toMatchObject({ result: "installed", pivot: head - 8n });
+    // The same pivot, the headers not asked again, the written state not asked again.
+    expect(snapChain.pivots).toEqual([head - 8n]);
+    const resumed = snapChain.engines[1]!;
+    expect(resumed.walked).toBe(before);
+    // Every item of the state written once: by the first run or by the second.
+    const root = snapChain.headers.get(head - 8n)!.stateRoot;
+    const complete = await StateSyncDouble.open(snapChain.db, root);
+    expect(complete.done).toBe(true);
+    expect(before + resumed.written).toBe(complete.walked);
+    await expectSameState(
+      server.chain,
+      snapChain.db,
+      snapChain.headers.get(head - 8n)!,
+      300,
+      server.runtime,
+    );
+  });
+
+  it("moves the pivot when the peer's head runs far ahead", async () => {
+    const { server, snapChain, snap } = await setUp(50, 30);
+    let release!: () => void;
+    snapChain.gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const sync = snap();
+    const running = sync.run();
+    const head = server.chain.head.block.header.number;
+    await eventually(() => sync.progress()?.phase === "state", "the state phase", 15_000);
+    expect(snapChain.pivots).toEqual([head - 8n]);
+    // The peer's head runs 30 blocks ahead: over pivotMaxLag (16) above the pivot.
+    await server.more(30);
+    await eventually(
+      () => (sync.progress()?.highestBlock ?? 0n) === head + 30n,
+      "the new head seen",
+    );
+    release();
+    const result = await running;
+    expect(result).toMatchObject({ result: "installed", pivot: head + 30n - 8n });
+    expect(snapChain.pivots).toEqual([head - 8n, head + 30n - 8n]);
+    expect((await snapChain.headerTip()).number).toBe(head + 30n - 8n);
+    const pivot = snapChain.headers.get(head + 30n - 8n)!;
+    expect(snapChain.installed?.block.header.number).toBe(pivot.number);
+    await expectSameState(server.chain, snapChain.db, pivot, 50, server.runtime);
+  });
+});
