@@ -2,7 +2,6 @@ import {
   type Block,
   type BlockHeader,
   bytesToHex,
-  equalBytes,
   headerHash,
   type Logger,
   type Receipt,

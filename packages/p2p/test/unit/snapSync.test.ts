@@ -486,4 +486,101 @@ describe("SnapSync", () => {
     expect(snapChain.installed?.block.header.number).toBe(pivot.number);
     await expectSameState(server.chain, snapChain.db, pivot, 50, server.runtime);
   });
+
+  it("moves the pivot when no peer holds the pivot's state any more", async () => {
+    const { server, serverNode, client, snapChain, snap } = await setUp(50, 30);
+    const head = server.chain.head.block.header.number;
+    const oldRoot = server.mined.at(-1 - 8)!.block.header.stateRoot;
+    const honest = await chainSourceOf(server.chain);
+    let refused = 0;
+    // The head the peer tells: held while the test mines, so that it moves at once.
+    let told: ReturnType<ChainSource["head"]> | undefined = honest.head();
+    // A peer that pruned the state of block head - 8: its root is not there any more.
+    const pruned: ChainSource = {
+      ...honest,
+      head: () => told ?? honest.head(),
+      stateItems: async (items, maxBytes) => {
+        const found = await honest.stateItems(items, maxBytes);
+        return found.map((bytes, i) => {
+          if (!equalBytes(items[i]!.hash, oldRoot)) return bytes;
+          refused++;
+          return undefined;
+        });
+      },
+    };
+    await serverNode.stop();
+    const prunedNode = await startNode("127.0.0.4", pruned, GENEROUS);
+    await client.dial(prunedNode.listenAddresses()[0]!);
+    const sync = snap();
+    const running = sync.run();
+    await eventually(() => refused >= 2, "the pivot's root asked and refused", 15_000);
+    expect(snapChain.pivots).toEqual([head - 8n]);
+    // Five more blocks: under pivotMaxLag, but a newer pivot whose state the peer holds.
+    await server.more(5);
+    told = undefined;
+    const result = await running;
+    expect(result).toMatchObject({ result: "installed", pivot: head + 5n - 8n });
+    expect(snapChain.pivots).toEqual([head - 8n, head + 5n - 8n]);
+    await expectSameState(
+      server.chain,
+      snapChain.db,
+      snapChain.headers.get(head + 5n - 8n)!,
+      50,
+      server.runtime,
+    );
+  });
+
+  it("releases the items asked of a peer that leaves mid-request to the other peers", async () => {
+    const { server, client, snapChain, snap } = await setUp(50, 30);
+    const honest = await chainSourceOf(server.chain);
+    let asked = 0;
+    const stalling: ChainSource = {
+      ...honest,
+      head: () => honest.head(),
+      stateItems: () => {
+        asked++;
+        return new Promise(() => {});
+      },
+    };
+    const stallingNode = await startNode("127.0.0.4", stalling, GENEROUS);
+    await client.dial(stallingNode.listenAddresses()[0]!);
+    // Far longer than the test may take: only the peer's leaving frees its items.
+    const sync = snap({ requestTimeoutMs: 120_000, itemsPerRequest: 8 });
+    const running = sync.run();
+    await eventually(() => asked >= 1, "a request to the stalling peer", 15_000);
+    await client.disconnect(stallingNode.peerId, "test");
+    const result = await running;
+    expect(result).toMatchObject({ result: "installed" });
+    await expectSameState(
+      server.chain,
+      snapChain.db,
+      snapChain.headers.get((result as { pivot: bigint }).pivot)!,
+      50,
+      server.runtime,
+    );
+  });
+
+  it("stops promptly with requests in flight", async () => {
+    const { server, serverNode, client, snap } = await setUp(50, 30);
+    const honest = await chainSourceOf(server.chain);
+    let asked = 0;
+    const stalling: ChainSource = {
+      ...honest,
+      head: () => honest.head(),
+      stateItems: () => {
+        asked++;
+        return new Promise(() => {});
+      },
+    };
+    await serverNode.stop();
+    const stallingNode = await startNode("127.0.0.4", stalling, GENEROUS);
+    await client.dial(stallingNode.listenAddresses()[0]!);
+    const sync = snap({ requestTimeoutMs: 120_000 });
+    const running = sync.run();
+    // The state's root: the one item there is to ask for at first.
+    await eventually(() => asked >= 1, "a request to the stalling peer", 15_000);
+    expect(sync.progress()?.phase).toBe("state");
+    await sync.stop();
+    expect(await running).toEqual({ result: "stopped" });
+  });
 });
