@@ -220,6 +220,7 @@ export class SnapSync {
   #headersDone = 0n;
   #engine: SnapStateSync | undefined;
   readonly #rate = new RecentRate();
+  #polling: Promise<unknown> | undefined;
 
   constructor(
     network: SnapNetwork,
@@ -377,12 +378,15 @@ export class SnapSync {
     await this.#chain.saveSnapPivot(pivot);
   }
 
-  /** Asks every peer for its head; the pivot follows the best one. */
+  /** Asks every peer for its head (one round at a time); the pivot follows the best one. */
   async #pollStatuses(): Promise<void> {
     if (this.#stopped) return;
-    await Promise.all(
+    this.#polling ??= Promise.all(
       this.#network.peers().map((peer) => this.#network.refreshStatus(peer.id).catch(() => {})),
-    );
+    ).finally(() => {
+      this.#polling = undefined;
+    });
+    await this.#polling;
     this.#considerPivot();
   }
 

@@ -236,6 +236,11 @@ class TestSnapChain implements SnapChain {
   readonly pivots: bigint[] = [];
   readonly engines: StateSyncDouble[] = [];
   installed: { block: Block; receipts: readonly Receipt[] } | undefined;
+  /**
+   * The stand-in for the consensus checks of a header (proof of work, merged mining): why it is
+   * not valid, or undefined.
+   */
+  checkHeader: (header: BlockHeader) => string | undefined = () => undefined;
   /** Resolved before a state engine is opened (tests hold the state phase with it). */
   gate: Promise<void> = Promise.resolve();
 
@@ -256,6 +261,8 @@ class TestSnapChain implements SnapChain {
         return `header ${header.number} does not follow ${tip.number}`;
       if (!equalBytes(header.parentHash, headerHash(tip)))
         return `header ${header.number} is not the child of header ${tip.number}`;
+      const why = this.checkHeader(header);
+      if (why !== undefined) return `header ${header.number}: ${why}`;
       tip = header;
     }
     for (const header of headers) this.headers.set(header.number, header);
@@ -582,5 +589,34 @@ describe("SnapSync", () => {
     expect(sync.progress()?.phase).toBe("state");
     await sync.stop();
     expect(await running).toEqual({ result: "stopped" });
+  });
+
+  it("reports a peer whose headers the chain refuses and asks another for them", async () => {
+    const { server, client, snapChain, snap, reports } = await setUp(50, 30);
+    // A peer on another chain of the same genesis, whose headers the consensus checks refuse.
+    const other = await chainWithBlocks(20);
+    const otherNode = await startNode("127.0.0.4", await chainSourceOf(other.chain), GENEROUS);
+    await client.dial(otherNode.listenAddresses()[0]!);
+    const sealed = new Set<string>();
+    for (let n = 1n; n <= server.chain.head.block.header.number; n++)
+      sealed.add(bytesToHex((await server.chain.getCanonicalHash(n))!));
+    snapChain.checkHeader = (header) =>
+      sealed.has(bytesToHex(headerHash(header))) ? undefined : "invalid seal";
+    const result = await snap().run();
+    expect(result).toMatchObject({ result: "installed" });
+    expect(reports).toHaveLength(1);
+    expect(reports[0]).toMatchObject({ peer: otherNode.peerId, event: PeerEvent.INVALID_HEADER });
+    // Its first batch fails the seal check, or does not link to the honest headers before it.
+    expect(reports[0]!.reason).toMatch(
+      /^headers from \d+: header \d+(: invalid seal| is not the child of header \d+)$/,
+    );
+    expect(new PeerScoring().record("other", "127.0.0.4", PeerEvent.INVALID_HEADER).punished).toBe(
+      true,
+    );
+    const pivot = (result as { pivot: bigint }).pivot;
+    for (let n = 1n; n <= pivot; n++)
+      expect(headerHash(snapChain.headers.get(n)!)).toEqual(
+        (await server.chain.getCanonicalHash(n))!,
+      );
   });
 });
