@@ -175,4 +175,34 @@ describe("state items protocol", () => {
     expect(await ask(150)).toHaveLength(150);
     expect(serverFaults.map((f) => f.error.code)).toEqual([P2PErrorCode.RATE_LIMITED]);
   });
+
+  it("refuses an answer with more items than asked, as a fault of the server", async () => {
+    const { chain, server, client, peer } = await serverAndClient();
+    const clientFaults: PeerFault[] = [];
+    client.onPeerFault((f) => clientFaults.push(f));
+    const id = protocolId(network.chainId, Protocol.STATE_ITEMS);
+    // The server answers three items, whatever it is asked.
+    await server.libp2p.unhandle(id);
+    await server.libp2p.handle(id, async (stream) => {
+      const reader = new FrameReader(stream);
+      await reader.read(FRAME_CAPS.state_items.request);
+      reader.release();
+      for (let i = 0; i < 3; i++) await writeFrame(stream, Uint8Array.of(ResultCode.OK, i));
+      await stream.close();
+    });
+    const root = { hash: chain.head.block.header.stateRoot, code: false };
+    await expect(client.request(peer, Protocol.STATE_ITEMS, [root, root])).rejects.toMatchObject({
+      code: P2PErrorCode.INVALID_RESPONSE,
+      message: "state_items: more than the 2 items asked for",
+    });
+    expect(clientFaults.map((f) => [f.peer, f.protocol, f.direction, f.error.code])).toEqual([
+      [server.peerId, Protocol.STATE_ITEMS, "outbound", P2PErrorCode.INVALID_RESPONSE],
+    ]);
+    // Three items for three asked is an answer.
+    expect(await client.request(peer, Protocol.STATE_ITEMS, [root, root, root])).toEqual([
+      Uint8Array.of(0),
+      Uint8Array.of(1),
+      Uint8Array.of(2),
+    ]);
+  });
 });
