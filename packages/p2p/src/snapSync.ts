@@ -221,6 +221,8 @@ export class SnapSync {
   #engine: SnapStateSync | undefined;
   readonly #rate = new RecentRate();
   #polling: Promise<unknown> | undefined;
+  /** An error of the chain or the state engine in a request's task: it ends `run`. */
+  #failure: { error: unknown } | undefined;
 
   constructor(
     network: SnapNetwork,
@@ -302,6 +304,8 @@ export class SnapSync {
       clearInterval(poll);
       clearInterval(log);
       for (const stop of unsubscribe) stop();
+      for (const controllers of this.#inFlight.values())
+        for (const controller of controllers) controller.abort();
     }
   }
 
@@ -440,6 +444,7 @@ export class SnapSync {
   }
 
   #peerLeft(peer: string): void {
+    this.#backoff.delete(peer);
     for (const controller of this.#inFlight.get(peer) ?? []) controller.abort();
     this.#wake();
   }
@@ -503,6 +508,7 @@ export class SnapSync {
         await Promise.allSettled(tasks);
         return false;
       }
+      this.#check();
       await this.#movePivot("the best head ran ahead");
       const answer = ready.get(tip + 1n);
       if (answer !== undefined) {
@@ -597,6 +603,7 @@ export class SnapSync {
         await Promise.allSettled(tasks);
         return "stopped";
       }
+      this.#check();
       if (this.#nextPivot !== undefined) {
         await Promise.allSettled(tasks);
         if (await this.#movePivot("the best head ran ahead")) return "moved";
@@ -741,13 +748,29 @@ export class SnapSync {
     for (const done of [...this.#sleepers]) done();
   }
 
-  /** Runs `work` as one of `tasks`; the loop is woken when it ends. */
+  /**
+   * Runs `work` as one of `tasks`; the loop is woken when it ends. A failure of the chain or the
+   * engine in it is kept for the loop to throw (`#check`).
+   */
   #spawn(tasks: Set<Promise<void>>, work: Promise<void>): void {
-    const task = work.finally(() => {
-      tasks.delete(task);
-      this.#wake();
-    });
+    const task = work
+      .catch((error: unknown) => {
+        this.#failure ??= { error };
+      })
+      .finally(() => {
+        tasks.delete(task);
+        this.#wake();
+      });
     tasks.add(task);
+  }
+
+  /** Throws the failure a task kept, if any. */
+  #check(): void {
+    if (this.#failure !== undefined) {
+      const { error } = this.#failure;
+      this.#failure = undefined;
+      throw error;
+    }
   }
 
   #eta(progress: SnapProgress): number | undefined {

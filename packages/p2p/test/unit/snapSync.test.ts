@@ -619,4 +619,26 @@ describe("SnapSync", () => {
         (await server.chain.getCanonicalHash(n))!,
       );
   });
+
+  it("ends run with the error when the state engine fails", async () => {
+    const { snapChain, snap } = await setUp(20, 30);
+    const open = snapChain.openStateSync.bind(snapChain);
+    snapChain.openStateSync = async (root) => {
+      const engine = await open(root);
+      return {
+        take: (max) => engine.take(max),
+        deliver: async () => {
+          throw new Error("the database is full");
+        },
+        release: (items) => engine.release(items),
+        retarget: (next) => engine.retarget(next),
+        get done() {
+          return engine.done;
+        },
+        progress: () => engine.progress(),
+      };
+    };
+    await expect(snap().run()).rejects.toThrow("the database is full");
+    expect(snapChain.installed).toBeUndefined();
+  });
 });
