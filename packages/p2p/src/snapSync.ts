@@ -15,6 +15,7 @@ import {
   type RequestProtocol,
   type RequestTypes,
 } from "./protocols.js";
+import { RateLimiter } from "./rateLimiter.js";
 import { PeerEvent } from "./scoring/index.js";
 import type { PeerReport, SyncNetwork } from "./sync.js";
 
@@ -123,6 +124,12 @@ export interface SnapSyncOptions {
   readonly itemsPerRequest: number;
   /** Requests in flight to one peer at once. */
   readonly parallelRequests: number;
+  /**
+   * What this node asks of one peer: a token bucket in items (headers, state items, blocks),
+   * kept under the default `rateLimit` of a server (1,024 and 256 a second) so that a peer
+   * never refuses a request, which it would count against this node as a flood.
+   */
+  readonly peerBudget: { readonly capacity: number; readonly refillPerSecond: number };
   /** How long one request may take. */
   readonly requestTimeoutMs: number;
   /** How often peers are asked for their head (the pivot follows it). */
@@ -140,6 +147,7 @@ export const DEFAULT_SNAP_SYNC_OPTIONS: SnapSyncOptions = Object.freeze({
   headersPerRequest: MAX_HEADERS_PER_REQUEST,
   itemsPerRequest: MAX_STATE_ITEMS_PER_REQUEST,
   parallelRequests: 2,
+  peerBudget: Object.freeze({ capacity: 768, refillPerSecond: 192 }),
   requestTimeoutMs: 10_000,
   statusPollMs: 5_000,
   retryDelayMs: 1_000,
@@ -220,6 +228,7 @@ export class SnapSync {
   #headersDone = 0n;
   #engine: SnapStateSync | undefined;
   readonly #rate = new RecentRate();
+  readonly #budget: RateLimiter;
   #polling: Promise<unknown> | undefined;
   /** An error of the chain or the state engine in a request's task: it ends `run`. */
   #failure: { error: unknown } | undefined;
@@ -236,6 +245,7 @@ export class SnapSync {
     this.#report = deps.report ?? (() => {});
     this.#opts = { ...DEFAULT_SNAP_SYNC_OPTIONS, ...opts };
     checkOptions(this.#opts);
+    this.#budget = new RateLimiter(this.#opts.peerBudget);
   }
 
   /**
@@ -433,11 +443,19 @@ export class SnapSync {
     return this.#inFlight.get(peer)?.size ?? 0;
   }
 
-  /** The usable peer with a free slot and the fewest requests in flight, not in `skip`. */
-  #pickPeer(number: bigint, skip: ReadonlySet<string> = new Set()): string | undefined {
+  /**
+   * The usable peer with a free slot, `cost` items left in its budget and the fewest requests
+   * in flight, not in `skip`.
+   */
+  #pickPeer(
+    number: bigint,
+    cost: number,
+    skip: ReadonlySet<string> = new Set(),
+  ): string | undefined {
     let chosen: string | undefined;
     for (const peer of this.#usable(number)) {
       if (skip.has(peer.id) || this.#load(peer.id) >= this.#opts.parallelRequests) continue;
+      if (this.#budget.msUntil(peer.id, cost) > 0) continue;
       if (chosen === undefined || this.#load(peer.id) < this.#load(chosen)) chosen = peer.id;
     }
     return chosen;
@@ -459,6 +477,7 @@ export class SnapSync {
     protocol: P,
     req: RequestTypes[P]["request"],
   ): Promise<RequestTypes[P]["response"]> {
+    this.#budget.take(peer, requestCost(protocol, req));
     const controller = new AbortController();
     const set = this.#inFlight.get(peer) ?? new Set<AbortController>();
     set.add(controller);
@@ -536,7 +555,7 @@ export class SnapSync {
       }
       while (queue.length > 0) {
         const range = queue[0]!;
-        const peer = this.#pickPeer(range.start, failed.get(range.start));
+        const peer = this.#pickPeer(range.start, range.count, failed.get(range.start));
         if (peer === undefined) break;
         queue.shift();
         this.#spawn(tasks, this.#headerRange(peer, range, queue, ready, failed));
@@ -549,7 +568,8 @@ export class SnapSync {
       // No peer can be asked now: every one failed the next range (forget that: it may have
       // caught up), or is busy, rate limited or gone. Ask again after a while.
       const head = queue[0];
-      if (head !== undefined && this.#pickPeer(head.start) !== undefined) failed.delete(head.start);
+      if (head !== undefined && this.#pickPeer(head.start, head.count) !== undefined)
+        failed.delete(head.start);
       await this.#sleep(this.#opts.retryDelayMs);
     }
   }
@@ -611,7 +631,7 @@ export class SnapSync {
       if (engine.done && tasks.size === 0) return "done";
       let asked = false;
       for (;;) {
-        const peer = this.#pickPeer(this.#pivot, lacking);
+        const peer = this.#pickPeer(this.#pivot, this.#opts.itemsPerRequest, lacking);
         if (peer === undefined) break;
         const items = await engine.take(this.#opts.itemsPerRequest);
         if (items.length === 0) break;
@@ -693,7 +713,7 @@ export class SnapSync {
     const tried = new Set<string>();
     for (;;) {
       if (this.#stopped) return false;
-      const peer = this.#pickPeer(header.number, tried);
+      const peer = this.#pickPeer(header.number, 2, tried);
       if (peer === undefined) {
         tried.clear();
         await this.#sleep(this.#opts.retryDelayMs);
@@ -834,8 +854,22 @@ function minNumber(a: number, b: bigint): number {
   return b < BigInt(a) ? Number(b) : a;
 }
 
+/** What a request costs in a peer's rate limit: the items it asks for. */
+function requestCost<P extends RequestProtocol>(
+  protocol: P,
+  req: RequestTypes[P]["request"],
+): number {
+  if (protocol === Protocol.HEADERS_BY_RANGE)
+    return (req as RequestTypes["headers_by_range"]["request"]).count;
+  return (req as readonly unknown[]).length;
+}
+
 function checkOptions(opts: SnapSyncOptions): void {
-  const atLeast = (name: keyof SnapSyncOptions, min: number, max = Number.MAX_SAFE_INTEGER) => {
+  const atLeast = (
+    name: Exclude<keyof SnapSyncOptions, "peerBudget">,
+    min: number,
+    max = Number.MAX_SAFE_INTEGER,
+  ) => {
     const value = opts[name];
     if (!Number.isSafeInteger(value) || value < min || value > max)
       throw new RangeError(
@@ -849,6 +883,14 @@ function checkOptions(opts: SnapSyncOptions): void {
   atLeast("itemsPerRequest", 1, MAX_STATE_ITEMS_PER_REQUEST);
   atLeast("parallelRequests", 1);
   atLeast("requestTimeoutMs", 1);
+  const budget = opts.peerBudget;
+  if (
+    !(budget.capacity >= Math.max(opts.itemsPerRequest, opts.headersPerRequest)) ||
+    !(budget.refillPerSecond > 0)
+  )
+    throw new RangeError(
+      `snap sync option peerBudget needs a capacity of at least a request (${Math.max(opts.itemsPerRequest, opts.headersPerRequest)} items) and a positive refill, got ${budget.capacity} and ${budget.refillPerSecond}`,
+    );
   atLeast("statusPollMs", 1);
   atLeast("retryDelayMs", 1);
   atLeast("progressLogMs", 1);

@@ -22,6 +22,7 @@ import {
 } from "@nodex/types";
 import { describe, expect, it } from "vitest";
 import { type ChainSource, chainSourceOf } from "../../src/chainSource.js";
+import type { PeerFault } from "../../src/network.js";
 import { PeerEvent, PeerScoring } from "../../src/scoring/index.js";
 import {
   type SnapChain,
@@ -315,6 +316,7 @@ const FAST: Partial<SnapSyncOptions> = {
   statusPollMs: 100,
   retryDelayMs: 50,
   progressLogMs: 200,
+  peerBudget: { capacity: 1_000_000, refillPerSecond: 1_000_000 },
 };
 const GENEROUS = { rateLimit: { capacity: 1_000_000, refillPerSecond: 1_000_000 } };
 
@@ -325,9 +327,9 @@ interface Report {
 }
 
 /** A server with a state of `accounts` accounts and `blocks` blocks after it; a syncing node. */
-async function setUp(accounts: number, blocks: number) {
+async function setUp(accounts: number, blocks: number, serverLimits = GENEROUS) {
   const server = await chainWithState(accounts, blocks);
-  const serverNode = await startNode("127.0.0.2", await chainSourceOf(server.chain), GENEROUS);
+  const serverNode = await startNode("127.0.0.2", await chainSourceOf(server.chain), serverLimits);
   const { chain: empty } = await chainWithBlocks(0);
   const source = await chainSourceOf(empty);
   const client = await startNode("127.0.0.3", source, GENEROUS);
@@ -640,5 +642,18 @@ describe("SnapSync", () => {
     };
     await expect(snap().run()).rejects.toThrow("the database is full");
     expect(snapChain.installed).toBeUndefined();
+  });
+
+  it("keeps its requests within a peer's rate limit, so the peer never refuses one", async () => {
+    const limit = { capacity: 200, refillPerSecond: 400 };
+    const { serverNode, snap } = await setUp(300, 30, { rateLimit: limit });
+    const serverFaults: PeerFault[] = [];
+    serverNode.onPeerFault((f) => serverFaults.push(f));
+    const sync = snap({ peerBudget: { capacity: 150, refillPerSecond: 300 } });
+    const result = await sync.run();
+    expect(result).toMatchObject({ result: "installed" });
+    // Hundreds of items asked: well over the peer's burst, never over its limit.
+    expect(sync.progress()!.state.nodes).toBeGreaterThan(limit.capacity);
+    expect(serverFaults).toEqual([]);
   });
 });
