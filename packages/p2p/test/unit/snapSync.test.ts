@@ -645,11 +645,11 @@ describe("SnapSync", () => {
   });
 
   it("keeps its requests within a peer's rate limit, so the peer never refuses one", async () => {
-    const limit = { capacity: 200, refillPerSecond: 400 };
+    const limit = { capacity: 100, refillPerSecond: 150 };
     const { serverNode, snap } = await setUp(300, 30, { rateLimit: limit });
     const serverFaults: PeerFault[] = [];
     serverNode.onPeerFault((f) => serverFaults.push(f));
-    const sync = snap({ peerBudget: { capacity: 150, refillPerSecond: 300 } });
+    const sync = snap({ peerBudget: { capacity: 90, refillPerSecond: 120 } });
     const result = await sync.run();
     expect(result).toMatchObject({ result: "installed" });
     // Hundreds of items asked: well over the peer's burst, never over its limit.
