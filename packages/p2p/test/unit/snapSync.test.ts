@@ -656,4 +656,36 @@ describe("SnapSync", () => {
     expect(sync.progress()!.state.nodes).toBeGreaterThan(limit.capacity);
     expect(serverFaults).toEqual([]);
   });
+
+  it("reports a peer whose pivot block does not match its header and takes it from another", async () => {
+    const { server, serverNode, client, snapChain, snap, reports } = await setUp(50, 30);
+    const honest = await chainSourceOf(server.chain);
+    // Another block's body: one transfer, like the pivot's, but not the pivot's.
+    const hostile: ChainSource = {
+      ...honest,
+      head: () => honest.head(),
+      bodyByHash: async () => honest.bodyByHash(server.mined[1]!.hash),
+    };
+    // The hostile peer connects first, so it is the first asked for the block.
+    await serverNode.stop();
+    const hostileNode = await startNode("127.0.0.4", hostile, GENEROUS);
+    await client.dial(hostileNode.listenAddresses()[0]!);
+    const honestNode = await startNode("127.0.0.5", honest, GENEROUS);
+    await client.dial(honestNode.listenAddresses()[0]!);
+    const result = await snap().run();
+    expect(result).toMatchObject({ result: "installed" });
+    const pivot = (result as { pivot: bigint }).pivot;
+    expect(reports).toEqual([
+      {
+        peer: hostileNode.peerId,
+        event: PeerEvent.INVALID_BLOCK,
+        reason: `pivot block ${pivot}: transactions root mismatch`,
+      },
+    ]);
+    expect(snapChain.installed?.block.transactions.map((tx) => tx.hash)).toEqual(
+      server.mined
+        .find((m) => m.block.header.number === pivot)!
+        .block.transactions.map((tx) => tx.hash),
+    );
+  });
 });
