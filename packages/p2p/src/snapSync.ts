@@ -230,7 +230,7 @@ export class SnapSync {
   readonly #rate = new RecentRate();
   readonly #budget: RateLimiter;
   #polling: Promise<unknown> | undefined;
-  /** An error of the chain or the state engine in a request's task: it ends `run`. */
+  /** An error of the chain or the state engine while handling an answer: it ends `run`. */
   #failure: { error: unknown } | undefined;
 
   constructor(
@@ -519,12 +519,12 @@ export class SnapSync {
     const queue: Range[] = [];
     const ready = new Map<bigint, { headers: readonly BlockHeader[]; peer: string }>();
     const failed = new Map<bigint, Set<string>>();
-    const tasks = new Set<Promise<void>>();
+    const requests = new Set<Promise<void>>();
     let next = tip + 1n;
     const window = BigInt(this.#opts.headersPerRequest * this.#opts.parallelRequests * 8);
     for (;;) {
       if (this.#stopped) {
-        await Promise.allSettled(tasks);
+        await Promise.allSettled(requests);
         return false;
       }
       this.#check();
@@ -546,7 +546,7 @@ export class SnapSync {
         }
         continue;
       }
-      if (tip >= this.#pivot && tasks.size === 0) return true;
+      if (tip >= this.#pivot && requests.size === 0) return true;
       // Ask for what is next, within a window past the tip.
       while (next <= this.#pivot && next - tip <= window) {
         const count = minNumber(this.#opts.headersPerRequest, this.#pivot - next + 1n);
@@ -558,9 +558,9 @@ export class SnapSync {
         const peer = this.#pickPeer(range.start, range.count, failed.get(range.start));
         if (peer === undefined) break;
         queue.shift();
-        this.#spawn(tasks, this.#headerRange(peer, range, queue, ready, failed));
+        this.#spawn(requests, this.#headerRange(peer, range, queue, ready, failed));
       }
-      if (tasks.size > 0) {
+      if (requests.size > 0) {
         // Woken when an answer comes.
         await this.#sleep(this.#opts.requestTimeoutMs);
         continue;
@@ -617,18 +617,18 @@ export class SnapSync {
   async #state(engine: SnapStateSync): Promise<"done" | "moved" | "stopped"> {
     /** Peers that answered this root's items as not held. */
     const lacking = new Set<string>();
-    const tasks = new Set<Promise<void>>();
+    const requests = new Set<Promise<void>>();
     for (;;) {
       if (this.#stopped) {
-        await Promise.allSettled(tasks);
+        await Promise.allSettled(requests);
         return "stopped";
       }
       this.#check();
       if (this.#nextPivot !== undefined) {
-        await Promise.allSettled(tasks);
+        await Promise.allSettled(requests);
         if (await this.#movePivot("the best head ran ahead")) return "moved";
       }
-      if (engine.done && tasks.size === 0) return "done";
+      if (engine.done && requests.size === 0) return "done";
       let asked = false;
       for (;;) {
         const peer = this.#pickPeer(this.#pivot, this.#opts.itemsPerRequest, lacking);
@@ -636,9 +636,9 @@ export class SnapSync {
         const items = await engine.take(this.#opts.itemsPerRequest);
         if (items.length === 0) break;
         asked = true;
-        this.#spawn(tasks, this.#stateItems(engine, peer, items, lacking));
+        this.#spawn(requests, this.#stateItems(engine, peer, items, lacking));
       }
-      if (asked || tasks.size > 0) {
+      if (asked || requests.size > 0) {
         await this.#sleep(this.#opts.requestTimeoutMs);
         continue;
       }
@@ -769,22 +769,22 @@ export class SnapSync {
   }
 
   /**
-   * Runs `work` as one of `tasks`; the loop is woken when it ends. A failure of the chain or the
-   * engine in it is kept for the loop to throw (`#check`).
+   * Runs `work` as one of `requests`; the loop is woken when it ends. A failure of the chain or
+   * the engine in it is kept for the loop to throw (`#check`).
    */
-  #spawn(tasks: Set<Promise<void>>, work: Promise<void>): void {
-    const task = work
+  #spawn(requests: Set<Promise<void>>, work: Promise<void>): void {
+    const job = work
       .catch((error: unknown) => {
         this.#failure ??= { error };
       })
       .finally(() => {
-        tasks.delete(task);
+        requests.delete(job);
         this.#wake();
       });
-    tasks.add(task);
+    requests.add(job);
   }
 
-  /** Throws the failure a task kept, if any. */
+  /** Throws the failure kept by `#spawn`, if any. */
   #check(): void {
     if (this.#failure !== undefined) {
       const { error } = this.#failure;
