@@ -4,6 +4,16 @@ import type { Block, BlockHeader, Receipt } from "@nodex/types";
 /** A block's body as peers exchange it: its transactions and uncle headers. */
 export type BlockBody = Pick<Block, "transactions" | "uncles">;
 
+/**
+ * A piece of a state asked of a peer by its keccak256 hash: a trie node (of the account trie or
+ * a storage trie), or a contract's code (`code`). The same shape as `@nodex/state`'s
+ * `StateItemRef`.
+ */
+export interface StateItemKey {
+  readonly hash: Uint8Array;
+  readonly code: boolean;
+}
+
 /** The best block as the status handshake tells it. */
 export interface ChainHead {
   readonly hash: Uint8Array;
@@ -24,6 +34,15 @@ export interface ChainSource {
   headerByHash(hash: Uint8Array): Promise<BlockHeader | undefined>;
   bodyByHash(hash: Uint8Array): Promise<BlockBody | undefined>;
   receiptsByHash(hash: Uint8Array): Promise<readonly Receipt[] | undefined>;
+  /**
+   * Trie nodes and code by hash, in order, `undefined` for one not held; a prefix of `items`
+   * that stops before the item that would take the answer past `maxBytes` (the first is always
+   * answered).
+   */
+  stateItems(
+    items: readonly StateItemKey[],
+    maxBytes: number,
+  ): Promise<readonly (Uint8Array | undefined)[]>;
 }
 
 /** The chain's best block, as the handshake and sync tell it. */
@@ -56,5 +75,6 @@ export async function chainSourceOf(chain: Chain): Promise<ChainSource> {
         : { transactions: stored.block.transactions, uncles: stored.block.uncles };
     },
     receiptsByHash: (hash) => chain.getReceipts(hash),
+    stateItems: (items, maxBytes) => chain.stateItems(items, maxBytes),
   };
 }

@@ -27,6 +27,8 @@ export const P2PErrorCode = {
   STATUS_MISMATCH: "P2P_STATUS_MISMATCH",
   /** The network is not started, or already stopped. */
   NOT_RUNNING: "P2P_NOT_RUNNING",
+  /** A request this node abandoned (its signal aborted): not the peer's fault. */
+  ABORTED: "P2P_ABORTED",
   /** A dial that did not lead to a connection. */
   DIAL_FAILED: "P2P_DIAL_FAILED",
 } as const;

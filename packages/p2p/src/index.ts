@@ -5,6 +5,7 @@ export {
   type ChainHead,
   type ChainSource,
   chainSourceOf,
+  type StateItemKey,
 } from "./chainSource.js";
 export { P2PError, P2PErrorCode } from "./errors.js";
 export {
@@ -40,6 +41,8 @@ export {
   MAX_BODIES_PER_REQUEST,
   MAX_HEADERS_PER_REQUEST,
   MAX_RECEIPTS_PER_REQUEST,
+  MAX_STATE_ITEMS_PER_REQUEST,
+  MAX_STATE_RESPONSE_BYTES,
   Protocol,
   protocolId,
   REQUEST_PROTOCOLS,
@@ -47,6 +50,7 @@ export {
   type RequestProtocol,
   type RequestTypes,
   ResultCode,
+  StateItemKind,
 } from "./protocols.js";
 export { RateLimiter } from "./rateLimiter.js";
 export {
@@ -76,6 +80,20 @@ export {
   type SealCheck,
   shortPeerId,
 } from "./service.js";
+export {
+  DEFAULT_SNAP_SYNC_OPTIONS,
+  type SnapChain,
+  type SnapDelivery,
+  type SnapNetwork,
+  type SnapPhase,
+  type SnapProgress,
+  type SnapResult,
+  type SnapStateItem,
+  type SnapStateProgress,
+  type SnapStateSync,
+  SnapSync,
+  type SnapSyncOptions,
+} from "./snapSync.js";
 export { decodeStatus, encodeStatus, type Status, statusMismatch } from "./status.js";
 export {
   DEFAULT_SYNC_OPTIONS,

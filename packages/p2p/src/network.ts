@@ -90,6 +90,11 @@ export interface P2PNetworkDeps {
 export interface RequestOptions {
   /** Default the network's `requestTimeoutMs`. */
   readonly timeoutMs?: number;
+  /**
+   * Abandons the request when aborted (the caller stopped, or the peer left): it fails with
+   * `ABORTED`, which is not the peer's fault.
+   */
+  readonly signal?: AbortSignal;
 }
 
 type Services = { identify: Identify; ping: Ping };
@@ -382,7 +387,9 @@ export class P2PNetwork {
     const known = this.#peers.get(peer);
     if (known === undefined)
       throw new P2PError(P2PErrorCode.UNKNOWN_PEER, `no connected peer ${peer}`, { peer });
-    const signal = AbortSignal.timeout(opts.timeoutMs ?? this.#opts.requestTimeoutMs);
+    if (opts.signal?.aborted) throw aborted(protocol, peer);
+    const timeout = AbortSignal.timeout(opts.timeoutMs ?? this.#opts.requestTimeoutMs);
+    const signal = opts.signal === undefined ? timeout : AbortSignal.any([timeout, opts.signal]);
     const payloads = await this.#exchange(
       peer,
       protocol,
@@ -390,6 +397,7 @@ export class P2PNetwork {
       spec.encodeRequest(req),
       asked,
       signal,
+      opts.signal,
     );
     try {
       const items = payloads.map((bytes) => spec.decodeItem(bytes));
@@ -750,11 +758,13 @@ export class P2PNetwork {
     request: Uint8Array,
     maxChunks: number,
     signal: AbortSignal,
+    callerSignal?: AbortSignal,
   ): Promise<Uint8Array[]> {
     let stream: Stream;
     try {
       stream = await open();
     } catch (err) {
+      if (callerSignal?.aborted) throw aborted(protocol, peer);
       if (signal.aborted)
         throw new P2PError(P2PErrorCode.TIMEOUT, `${protocol}: no stream in time`, { peer });
       throw new P2PError(
@@ -793,6 +803,8 @@ export class P2PNetwork {
               { cause: err },
             );
       stream.abort(error);
+      // Abandoned by this node: nothing the peer did.
+      if (callerSignal?.aborted) throw aborted(protocol, peer);
       // A refusal is the peer's answer, not its fault: only bad or late answers are reported.
       if (error.code !== P2PErrorCode.REMOTE_ERROR && error.code !== P2PErrorCode.RATE_LIMITED)
         this.#fault(peer, protocol, "outbound", error);
@@ -970,6 +982,10 @@ function asRequestError(err: unknown): P2PError {
     {},
     { cause: err },
   );
+}
+
+function aborted(protocol: Protocol, peer: string): P2PError {
+  return new P2PError(P2PErrorCode.ABORTED, `${protocol}: the request was abandoned`, { peer });
 }
 
 function notRunning(): P2PError {

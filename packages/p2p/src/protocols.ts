@@ -16,7 +16,7 @@ import {
   rlpDecode,
   rlpEncode,
 } from "@nodex/types";
-import type { BlockBody, ChainSource } from "./chainSource.js";
+import type { BlockBody, ChainSource, StateItemKey } from "./chainSource.js";
 
 /** The protocols of a Nodex node, by the name in their id `/nodex/<networkId>/<name>/1`. */
 export const Protocol = {
@@ -25,6 +25,7 @@ export const Protocol = {
   HEADERS_BY_HASH: "headers_by_hash",
   BODIES_BY_HASH: "bodies_by_hash",
   RECEIPTS_BY_HASH: "receipts_by_hash",
+  STATE_ITEMS: "state_items",
 } as const;
 export type Protocol = (typeof Protocol)[keyof typeof Protocol];
 
@@ -39,6 +40,9 @@ export interface HeadersByRange {
   readonly count: number;
 }
 
+/** The kind of a state item on the wire: 0 a trie node, 1 code. */
+export const StateItemKind = { TRIE_NODE: 0, CODE: 1 } as const;
+
 /** What each request protocol takes and gives back. */
 export interface RequestTypes {
   headers_by_range: { request: HeadersByRange; response: BlockHeader[] };
@@ -48,6 +52,13 @@ export interface RequestTypes {
   bodies_by_hash: { request: readonly Uint8Array[]; response: BlockBody[] };
   /** The receipts of a prefix of the hashes: `response[i]` are block `hashes[i]`'s receipts. */
   receipts_by_hash: { request: readonly Uint8Array[]; response: Receipt[][] };
+  /**
+   * The items of a prefix of the request, in its order: `response[i]` holds the bytes of item
+   * `i`, or is empty when the peer does not hold it. Not checked against the hashes here: the
+   * state download checks every answer (an answer that does not hash to its item is the
+   * peer's fault).
+   */
+  state_items: { request: readonly StateItemKey[]; response: Uint8Array[] };
 }
 export type RequestProtocol = keyof RequestTypes;
 
@@ -57,6 +68,13 @@ export const MAX_HEADERS_PER_REQUEST = 192;
 export const MAX_BODIES_PER_REQUEST = 128;
 /** The most receipt lists one request may ask for. */
 export const MAX_RECEIPTS_PER_REQUEST = 128;
+/** The most state items (trie nodes and code) one request may ask for. */
+export const MAX_STATE_ITEMS_PER_REQUEST = 384;
+/**
+ * The bytes of state items a server answers at most: it stops before the item that would go
+ * past them (the first item is always answered, whatever its size).
+ */
+export const MAX_STATE_RESPONSE_BYTES = 2 * 1024 * 1024;
 /**
  * The bytes a server puts in one response before it stops (at least one item is sent): the
  * client asks again for the rest.
@@ -71,6 +89,8 @@ export const FRAME_CAPS: Readonly<Record<Protocol, { request: number; chunk: num
     headers_by_hash: { request: 8 + MAX_HEADERS_PER_REQUEST * 33, chunk: 64 * 1024 },
     bodies_by_hash: { request: 8 + MAX_BODIES_PER_REQUEST * 33, chunk: 16 * 1024 * 1024 },
     receipts_by_hash: { request: 8 + MAX_RECEIPTS_PER_REQUEST * 33, chunk: 16 * 1024 * 1024 },
+    // Each item `[kind, hash]` takes 35 bytes (a list prefix, the kind, a 33-byte string).
+    state_items: { request: 8 + MAX_STATE_ITEMS_PER_REQUEST * 35, chunk: MAX_STATE_RESPONSE_BYTES },
   });
 
 /**
@@ -181,6 +201,53 @@ function byHash<Item>(
   };
 }
 
+/** State items by hash: request `[[kind, hash], …]`, one chunk per item (empty: not held). */
+const stateItems: Specs["state_items"] = {
+  maxItems: MAX_STATE_ITEMS_PER_REQUEST,
+  encodeRequest: (items) =>
+    rlpEncode(
+      items.map((item) => [
+        bigintToBytes(BigInt(item.code ? StateItemKind.CODE : StateItemKind.TRIE_NODE)),
+        item.hash,
+      ]),
+    ),
+  decodeRequest: (bytes) => {
+    const list = rlpDecode(bytes, "state items request");
+    if (list instanceof Uint8Array)
+      throw new DecodeError("invalid state items request: expected a list of [kind, hash]");
+    checkCount(list.length, MAX_STATE_ITEMS_PER_REQUEST, "state items");
+    return list.map((entry: RLPItem, i) => {
+      if (entry instanceof Uint8Array || entry.length !== 2)
+        throw new DecodeError(`invalid state items request: item ${i} is not [kind, hash]`);
+      const kind = bytesToBigint(entry[0]!, `state item ${i} kind`, 1);
+      if (kind !== BigInt(StateItemKind.TRIE_NODE) && kind !== BigInt(StateItemKind.CODE))
+        throw new DecodeError(
+          `invalid state items request: item ${i} has kind ${kind}, 0 (trie node) or 1 (code) allowed`,
+        );
+      const hash = entry[1]!;
+      if (!(hash instanceof Uint8Array) || hash.length !== 32)
+        throw new DecodeError(`invalid state items request: the hash of item ${i} is not 32 bytes`);
+      return { hash, code: kind === BigInt(StateItemKind.CODE) };
+    });
+  },
+  itemsAsked: (items) => items.length,
+  serve: async (source, items) => {
+    const found = await source.stateItems(items, MAX_STATE_RESPONSE_BYTES);
+    // The source's answer is bounded again here: a prefix of the items, within the bytes.
+    const out: Uint8Array[] = [];
+    let bytes = 0;
+    for (const value of found.slice(0, items.length)) {
+      const answer = value ?? new Uint8Array();
+      if (out.length > 0 && bytes + answer.length > MAX_STATE_RESPONSE_BYTES) break;
+      out.push(answer);
+      bytes += answer.length;
+    }
+    return out;
+  },
+  decodeItem: (bytes) => bytes,
+  checkResponse: () => undefined,
+};
+
 const SPECS: Specs = {
   headers_by_range: headersByRange,
   headers_by_hash: byHash(
@@ -211,6 +278,7 @@ const SPECS: Specs = {
     },
     decodeReceiptList,
   ),
+  state_items: stateItems,
 };
 
 /** The spec of a request protocol. */

@@ -33,6 +33,22 @@ export class RateLimiter {
     return true;
   }
 
+  /**
+   * How long until `key`'s bucket holds `cost` tokens, in ms: 0 when it does now, `Infinity`
+   * when it never will (over the capacity, or no refill). Takes nothing.
+   */
+  msUntil(key: string, cost: number): number {
+    if (cost > this.#capacity) return Number.POSITIVE_INFINITY;
+    const bucket = this.#buckets.get(key);
+    if (bucket === undefined) return 0;
+    const now = this.#now();
+    const tokens = Math.min(this.#capacity, bucket.tokens + (now - bucket.at) * this.#refillPerMs);
+    if (tokens >= cost) return 0;
+    return this.#refillPerMs > 0
+      ? Math.ceil((cost - tokens) / this.#refillPerMs)
+      : Number.POSITIVE_INFINITY;
+  }
+
   /** Forgets `key`: its next request starts from a full bucket. */
   forget(key: string): void {
     this.#buckets.delete(key);

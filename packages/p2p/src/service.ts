@@ -12,6 +12,7 @@ import { type ConnectionFailure, P2PNetwork, type PeerFault, type PeerInfo } fro
 import { NodeKey } from "./nodeKey.js";
 import { defaultP2POptions, type P2POptions } from "./options.js";
 import { loadBans, PeerEvent, PeerScoring, saveBans } from "./scoring/index.js";
+import { type SnapChain, SnapSync, type SnapSyncOptions } from "./snapSync.js";
 import { Synchronizer, type SyncOptions, type SyncProgress } from "./sync.js";
 
 /** The ban list's file in the datadir. */
@@ -35,6 +36,11 @@ export interface P2PServiceDeps {
   /** Why a header's proof of work and merged-mining proof are invalid, or `undefined`. */
   readonly checkSeal: SealCheck;
   readonly logger: Logger;
+  /**
+   * Snapshot sync first (`--sync-mode snap`): the chain side of it and its options. Full sync
+   * starts once the snapshot is installed, or at once when snap sync answers `full`.
+   */
+  readonly snap?: { readonly chain: SnapChain; readonly options?: Partial<SnapSyncOptions> };
 }
 
 /** Gossipsub as Nodex nodes run it: unsigned messages identified by the keccak256 of their data. */
@@ -97,7 +103,11 @@ export class P2PService {
   readonly scoring: PeerScoring;
   readonly sync: Synchronizer;
   readonly gossip: Gossip;
+  /** The snapshot sync that runs before full sync, when the deps ask for one. */
+  readonly snap: SnapSync | undefined;
   readonly #deps: P2PServiceDeps;
+  /** The snapshot sync's run, while it runs. */
+  #snapping: Promise<void> | undefined;
   readonly #log: Logger;
   readonly #unsubscribe: (() => void)[] = [];
 
@@ -107,6 +117,7 @@ export class P2PService {
     scoring: PeerScoring,
     sync: Synchronizer,
     gossip: Gossip,
+    snap: SnapSync | undefined,
   ) {
     this.#deps = deps;
     this.#log = deps.logger;
@@ -114,6 +125,7 @@ export class P2PService {
     this.scoring = scoring;
     this.sync = sync;
     this.gossip = gossip;
+    this.snap = snap;
   }
 
   static async create(
@@ -172,9 +184,21 @@ export class P2PService {
       pool: { admit: deps.submit ?? ((raw) => deps.admission.admit(raw)) },
       logger: log.child({ module: "gossip" }),
       report,
-      onUnknownParent: (peer) => void sync.unknownBlock(peer),
+      // While the snapshot is made, full sync waits: it starts from the snapshot.
+      onUnknownParent: (peer) => {
+        if (!service?.snapping) void sync.unknownBlock(peer);
+      },
     });
-    service = new P2PService(deps, network, scoring, sync, gossip);
+    const snap =
+      deps.snap === undefined
+        ? undefined
+        : new SnapSync(
+            network,
+            deps.snap.chain,
+            { logger: log.child({ module: "snap" }), report },
+            deps.snap.options,
+          );
+    service = new P2PService(deps, network, scoring, sync, gossip, snap);
     return service;
   }
 
@@ -189,11 +213,40 @@ export class P2PService {
     );
     await network.start();
     this.gossip.start();
-    this.sync.start();
+    if (this.snap === undefined) this.sync.start();
+    else this.#snapping = this.#snapThenSync(this.snap);
+  }
+
+  /** Whether the snapshot sync runs (full sync waits for it). */
+  get snapping(): boolean {
+    return this.#snapping !== undefined;
+  }
+
+  /**
+   * Runs the snapshot sync, then full sync from its pivot (or from the head, when snap answers
+   * `full`). A failed snapshot sync is logged and leaves full sync off: its chain may hold part
+   * of a state, and a restart resumes it.
+   */
+  async #snapThenSync(snap: SnapSync): Promise<void> {
+    try {
+      const outcome = await snap.run();
+      if (outcome.result === "stopped") return;
+      this.#snapping = undefined;
+      this.sync.start();
+    } catch (err) {
+      this.#log.error("Snap sync failed; restart the node to resume it", {
+        error: (err as Error)?.message ?? String(err),
+        stack: (err as Error)?.stack,
+      });
+    } finally {
+      this.#snapping = undefined;
+    }
   }
 
   async stop(): Promise<void> {
     for (const stop of this.#unsubscribe.splice(0)) stop();
+    await this.snap?.stop();
+    await this.#snapping;
     await this.sync.stop();
     this.gossip.stop();
     await this.network.stop();
@@ -244,7 +297,13 @@ export class P2PService {
     });
   }
 
+  /** `eth_syncing`: full sync's progress; during a snapshot sync, from the chain's head to the best peer's. */
   syncing(): SyncProgress {
+    const snap = this.#snapping === undefined ? undefined : this.snap?.progress();
+    if (snap !== undefined) {
+      const head = chainHead(this.#deps.chain).number;
+      return { startingBlock: head, currentBlock: head, highestBlock: snap.highestBlock };
+    }
     return this.sync.progress();
   }
 
@@ -286,7 +345,7 @@ export class P2PService {
   #headChanged(change: HeadChange): void {
     // Blocks that arrive by sync are the network's already; announce the rest (made here, or
     // submitted by a miner), the newest few.
-    if (this.sync.progress() !== false) return;
+    if (this.sync.progress() !== false || this.#snapping !== undefined) return;
     for (const stored of change.added.slice(-16)) void this.gossip.publishBlock(stored.block);
   }
 }

@@ -18,6 +18,22 @@ describe("RateLimiter", () => {
     expect(limiter.take("a", 10)).toBe(true);
   });
 
+  it("says how long until a bucket holds a cost, taking nothing", () => {
+    let now = 0;
+    const limiter = new RateLimiter({ capacity: 10, refillPerSecond: 2 }, () => now);
+    expect(limiter.msUntil("a", 10)).toBe(0);
+    expect(limiter.msUntil("a", 11)).toBe(Number.POSITIVE_INFINITY);
+    expect(limiter.take("a", 8)).toBe(true);
+    expect(limiter.msUntil("a", 2)).toBe(0);
+    expect(limiter.msUntil("a", 5)).toBe(1_500);
+    now = 1_500;
+    expect(limiter.msUntil("a", 5)).toBe(0);
+    expect(limiter.take("a", 5)).toBe(true);
+    const dry = new RateLimiter({ capacity: 3, refillPerSecond: 0 }, () => 0);
+    expect(dry.take("a", 3)).toBe(true);
+    expect(dry.msUntil("a", 1)).toBe(Number.POSITIVE_INFINITY);
+  });
+
   it("forgets a key: its bucket starts full again", () => {
     const limiter = new RateLimiter({ capacity: 3, refillPerSecond: 0 }, () => 0);
     expect(limiter.take("a", 3)).toBe(true);
