@@ -84,6 +84,7 @@ export {
   DEFAULT_SNAP_SYNC_OPTIONS,
   type SnapChain,
   type SnapDelivery,
+  type SnapHeader,
   type SnapNetwork,
   type SnapPhase,
   type SnapProgress,

@@ -883,7 +883,7 @@ export class P2PNetwork {
     } finally {
       reader.release();
     }
-    if (!this.#limiter.take(peer, spec.itemsAsked(req))) {
+    if (!this.#limiter.take(peer, spec.tokens?.(req) ?? spec.itemsAsked(req))) {
       this.#rateLimited(peer, protocol);
       await this.#refuse(stream, ResultCode.RATE_LIMITED, "rate limited", signal);
       return;

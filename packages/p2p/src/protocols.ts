@@ -71,6 +71,12 @@ export const MAX_RECEIPTS_PER_REQUEST = 128;
 /** The most state items (trie nodes and code) one request may ask for. */
 export const MAX_STATE_ITEMS_PER_REQUEST = 384;
 /**
+ * State items one token of the per-peer rate limit pays for. A trie node is a few hundred bytes
+ * at most, read by one key, where a header or a body costs one token each: counted one by one,
+ * a state of millions of nodes would take hours at any limit that still stops a flood of bodies.
+ */
+export const STATE_ITEMS_PER_TOKEN = 16;
+/**
  * The bytes of state items a server answers at most: it stops before the item that would go
  * past them (the first item is always answered, whatever its size).
  */
@@ -102,8 +108,10 @@ export interface RequestSpec<Req, Item> {
   encodeRequest(req: Req): Uint8Array;
   /** Throws `DecodeError` for a request that breaks the protocol (its limits included). */
   decodeRequest(bytes: Uint8Array): Req;
-  /** The items asked for: the rate limiter's cost and the most items an answer may hold. */
+  /** The items asked for: the most items an answer may hold. */
   itemsAsked(req: Req): number;
+  /** The request's cost in the per-peer rate limit's tokens: its items when absent. */
+  tokens?(req: Req): number;
   /** The encoded items of the answer, within the count and `RESPONSE_SOFT_BYTES`. */
   serve(source: ChainSource, req: Req): Promise<Uint8Array[]>;
   decodeItem(bytes: Uint8Array): Item;
@@ -231,6 +239,7 @@ const stateItems: Specs["state_items"] = {
     });
   },
   itemsAsked: (items) => items.length,
+  tokens: (items) => Math.ceil(items.length / STATE_ITEMS_PER_TOKEN),
   serve: async (source, items) => {
     const found = await source.stateItems(items, MAX_STATE_RESPONSE_BYTES);
     // The source's answer is bounded again here: a prefix of the items, within the bytes.
@@ -308,3 +317,12 @@ export const ResultCode = {
   RATE_LIMITED: 3,
 } as const;
 export type ResultCode = (typeof ResultCode)[keyof typeof ResultCode];
+
+/** What `req` costs in the per-peer rate limit's tokens (the server's and a client's own pacing). */
+export function requestTokens<P extends RequestProtocol>(
+  protocol: P,
+  req: RequestTypes[P]["request"],
+): number {
+  const spec = requestSpec(protocol);
+  return spec.tokens?.(req) ?? spec.itemsAsked(req);
+}

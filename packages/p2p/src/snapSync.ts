@@ -9,11 +9,14 @@ import {
 import { P2PError, P2PErrorCode } from "./errors.js";
 import type { PeerInfo } from "./network.js";
 import {
+  MAX_BODIES_PER_REQUEST,
   MAX_HEADERS_PER_REQUEST,
   MAX_STATE_ITEMS_PER_REQUEST,
   Protocol,
   type RequestProtocol,
   type RequestTypes,
+  requestTokens,
+  STATE_ITEMS_PER_TOKEN,
 } from "./protocols.js";
 import { RateLimiter } from "./rateLimiter.js";
 import { PeerEvent } from "./scoring/index.js";
@@ -78,6 +81,12 @@ export interface SnapStateSync {
   progress(): SnapStateProgress;
 }
 
+/** A header of the header chain, with its uncles when it has any (from its body). */
+export interface SnapHeader {
+  readonly header: BlockHeader;
+  readonly uncles?: readonly BlockHeader[];
+}
+
 /** The local chain as snap sync sees it: the header chain, the state engine, the pivot. */
 export interface SnapChain {
   /** The number of the chain's first block (genesis, or an anchor); 0 when absent. */
@@ -86,9 +95,10 @@ export interface SnapChain {
   headerTip(): Promise<BlockHeader>;
   /**
    * Checks and stores headers that continue the header chain (parent links, consensus header
-   * rules, seals); returns why they are invalid, or undefined.
+   * rules, seals), each with its uncles when it has any (they count in the total difficulty);
+   * returns why they are invalid, or undefined.
    */
-  storeHeaders(headers: readonly BlockHeader[]): Promise<string | undefined>;
+  storeHeaders(headers: readonly SnapHeader[]): Promise<string | undefined>;
   /** A header of the stored header chain by number. */
   headerByNumber(number: bigint): Promise<BlockHeader | undefined>;
   /** The state engine for a root (`StateSync.open` on the chain's database). */
@@ -125,9 +135,10 @@ export interface SnapSyncOptions {
   /** Requests in flight to one peer at once. */
   readonly parallelRequests: number;
   /**
-   * What this node asks of one peer: a token bucket in items (headers, state items, blocks),
-   * kept under the default `rateLimit` of a server (1,024 and 256 a second) so that a peer
-   * never refuses a request, which it would count against this node as a flood.
+   * What this node asks of one peer: a token bucket in the tokens of a server's rate limit
+   * (a header or a block one each, `STATE_ITEMS_PER_TOKEN` state items one), kept under the
+   * default `rateLimit` of a server (1,024 and 256 a second) so that a peer never refuses a
+   * request, which it would count against this node as a flood.
    */
   readonly peerBudget: { readonly capacity: number; readonly refillPerSecond: number };
   /** How long one request may take. */
@@ -444,7 +455,7 @@ export class SnapSync {
   }
 
   /**
-   * The usable peer with a free slot, `cost` items left in its budget and the fewest requests
+   * The usable peer with a free slot, `cost` tokens left in its budget and the fewest requests
    * in flight, not in `skip`.
    */
   #pickPeer(
@@ -477,7 +488,7 @@ export class SnapSync {
     protocol: P,
     req: RequestTypes[P]["request"],
   ): Promise<RequestTypes[P]["response"]> {
-    this.#budget.take(peer, requestCost(protocol, req));
+    this.#budget.take(peer, requestTokens(protocol, req));
     const controller = new AbortController();
     const set = this.#inFlight.get(peer) ?? new Set<AbortController>();
     set.add(controller);
@@ -517,7 +528,7 @@ export class SnapSync {
     let tip = (await this.#chain.headerTip()).number;
     this.#headersDone = tip;
     const queue: Range[] = [];
-    const ready = new Map<bigint, { headers: readonly BlockHeader[]; peer: string }>();
+    const ready = new Map<bigint, { headers: readonly SnapHeader[]; peer: string }>();
     const failed = new Map<bigint, Set<string>>();
     const requests = new Set<Promise<void>>();
     let next = tip + 1n;
@@ -539,10 +550,10 @@ export class SnapSync {
           queue.unshift({ start, count: answer.headers.length });
           addTo(failed, start, answer.peer);
         } else {
-          tip = answer.headers[answer.headers.length - 1]!.number;
+          tip = answer.headers[answer.headers.length - 1]!.header.number;
           this.#headersDone = tip;
           this.#rate.add(answer.headers.length);
-          failed.delete(answer.headers[0]!.number);
+          failed.delete(answer.headers[0]!.header.number);
         }
         continue;
       }
@@ -578,7 +589,7 @@ export class SnapSync {
     peer: string,
     range: Range,
     queue: Range[],
-    ready: Map<bigint, { headers: readonly BlockHeader[]; peer: string }>,
+    ready: Map<bigint, { headers: readonly SnapHeader[]; peer: string }>,
     failed: Map<bigint, Set<string>>,
   ): Promise<void> {
     let headers: BlockHeader[];
@@ -599,12 +610,48 @@ export class SnapSync {
       queue.unshift(range);
       return;
     }
-    ready.set(range.start, { headers, peer });
+    let withUncles: SnapHeader[];
+    try {
+      withUncles = await this.#withUncles(peer, headers);
+    } catch (err) {
+      this.#log.debug("Snap sync: uncles not received", {
+        peer,
+        start: range.start,
+        error: String(err),
+      });
+      addTo(failed, range.start, peer);
+      queue.unshift(range);
+      return;
+    }
+    ready.set(range.start, { headers: withUncles, peer });
     if (headers.length < range.count)
       queue.unshift({
         start: range.start + BigInt(headers.length),
         count: range.count - headers.length,
       });
+  }
+
+  /**
+   * `headers` with the uncles of those that have any, from their bodies (asked of the same
+   * peer); the chain checks them against each header's uncles hash.
+   */
+  async #withUncles(peer: string, headers: readonly BlockHeader[]): Promise<SnapHeader[]> {
+    const out: SnapHeader[] = headers.map((header) => ({ header }));
+    const wanted = out.filter((h) => h.header.uncleCount > 0);
+    for (let i = 0; i < wanted.length; i += MAX_BODIES_PER_REQUEST) {
+      const part = wanted.slice(i, i + MAX_BODIES_PER_REQUEST);
+      const bodies = await this.#request(
+        peer,
+        Protocol.BODIES_BY_HASH,
+        part.map((h) => headerHash(h.header)),
+      );
+      if (bodies.length < part.length)
+        throw new Error(`${part.length - bodies.length} bodies of headers with uncles not given`);
+      part.forEach((h, j) => {
+        out[out.indexOf(h)] = { header: h.header, uncles: bodies[j]!.uncles };
+      });
+    }
+    return out;
   }
 
   // --- state --------------------------------------------------------------------------------
@@ -631,7 +678,11 @@ export class SnapSync {
       if (engine.done && requests.size === 0) return "done";
       let asked = false;
       for (;;) {
-        const peer = this.#pickPeer(this.#pivot, this.#opts.itemsPerRequest, lacking);
+        const peer = this.#pickPeer(
+          this.#pivot,
+          Math.ceil(this.#opts.itemsPerRequest / STATE_ITEMS_PER_TOKEN),
+          lacking,
+        );
         if (peer === undefined) break;
         const items = await engine.take(this.#opts.itemsPerRequest);
         if (items.length === 0) break;
@@ -854,16 +905,6 @@ function minNumber(a: number, b: bigint): number {
   return b < BigInt(a) ? Number(b) : a;
 }
 
-/** What a request costs in a peer's rate limit: the items it asks for. */
-function requestCost<P extends RequestProtocol>(
-  protocol: P,
-  req: RequestTypes[P]["request"],
-): number {
-  if (protocol === Protocol.HEADERS_BY_RANGE)
-    return (req as RequestTypes["headers_by_range"]["request"]).count;
-  return (req as readonly unknown[]).length;
-}
-
 function checkOptions(opts: SnapSyncOptions): void {
   const atLeast = (
     name: Exclude<keyof SnapSyncOptions, "peerBudget">,
@@ -884,12 +925,9 @@ function checkOptions(opts: SnapSyncOptions): void {
   atLeast("parallelRequests", 1);
   atLeast("requestTimeoutMs", 1);
   const budget = opts.peerBudget;
-  if (
-    !(budget.capacity >= Math.max(opts.itemsPerRequest, opts.headersPerRequest)) ||
-    !(budget.refillPerSecond > 0)
-  )
+  if (!(budget.capacity >= opts.headersPerRequest) || !(budget.refillPerSecond > 0))
     throw new RangeError(
-      `snap sync option peerBudget needs a capacity of at least a request (${Math.max(opts.itemsPerRequest, opts.headersPerRequest)} items) and a positive refill, got ${budget.capacity} and ${budget.refillPerSecond}`,
+      `snap sync option peerBudget needs a capacity of at least a request (${opts.headersPerRequest} headers) and a positive refill, got ${budget.capacity} and ${budget.refillPerSecond}`,
     );
   atLeast("statusPollMs", 1);
   atLeast("retryDelayMs", 1);

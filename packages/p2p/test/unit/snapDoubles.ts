@@ -21,6 +21,7 @@ import {
 import type {
   SnapChain,
   SnapDelivery,
+  SnapHeader,
   SnapStateItem,
   SnapStateProgress,
   SnapStateSync,
@@ -235,7 +236,8 @@ export class TestSnapChain implements SnapChain {
     return this.#tip;
   }
 
-  async storeHeaders(headers: readonly BlockHeader[]): Promise<string | undefined> {
+  async storeHeaders(run: readonly SnapHeader[]): Promise<string | undefined> {
+    const headers = run.map((h) => h.header);
     let tip = this.#tip;
     for (const header of headers) {
       if (header.number !== tip.number + 1n)

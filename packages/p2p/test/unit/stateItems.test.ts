@@ -159,9 +159,10 @@ describe("state items protocol", () => {
     );
   });
 
-  it("counts each item asked against the peer's rate limit", async () => {
+  it("counts the items asked against the peer's rate limit, 16 to a token", async () => {
+    // 300 items cost 19 tokens: a second 300 go past 30, 150 more (10 tokens) do not.
     const { chain, client, peer, serverFaults } = await serverAndClient({
-      rateLimit: { capacity: 500, refillPerSecond: 0.001 },
+      rateLimit: { capacity: 30, refillPerSecond: 0.001 },
     });
     const root = { hash: chain.head.block.header.stateRoot, code: false };
     const ask = (n: number) =>
