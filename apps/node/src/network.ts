@@ -1,5 +1,5 @@
 import { AncestryMemo, type Chain, type ConsensusRules, hashForMergedMining } from "@nodex/chain";
-import { P2PService } from "@nodex/p2p";
+import { P2PService, type SnapChain } from "@nodex/p2p";
 import type { PeersView, ScoringView } from "@nodex/rpc";
 import type { TxAdmission } from "@nodex/txpool";
 import { type BlockHeader, bytesToHex, type Logger } from "@nodex/types";
@@ -61,8 +61,33 @@ export async function createNetwork(
       submit,
       checkSeal,
       logger: logger.child({ module: "p2p" }),
+      ...(wantsSnapshot(config.p2p, chain) ? { snap: { chain: snapChainOf(chain) } } : {}),
     },
   );
+}
+
+/**
+ * Whether the node joins by a snapshot sync: asked for, and the chain is its network's genesis
+ * chain not installed from a snapshot yet (a snapshot installed before goes on by full sync).
+ */
+function wantsSnapshot(p2p: P2PConfig, chain: Chain): boolean {
+  return p2p.syncMode === "snap" && !chain.firstBlock.snapshot && !chain.firstBlock.anchored;
+}
+
+/** The chain as a snapshot sync works on it: the header chain, the state download, the pivot. */
+export function snapChainOf(chain: Chain): SnapChain {
+  return {
+    get firstNumber() {
+      return chain.firstBlock.number;
+    },
+    headerTip: () => chain.headerTip(),
+    storeHeaders: (headers) => chain.storeHeaders(headers),
+    headerByNumber: (number) => chain.headerChainAt(number),
+    openStateSync: (root) => chain.openStateSync(root),
+    snapPivot: () => chain.snapPivot(),
+    saveSnapPivot: (number) => chain.saveSnapPivot(number),
+    installSnapshot: (block, receipts) => chain.installSnapshot(block, receipts),
+  };
 }
 
 /** The `net_` methods' view of the network. */

@@ -99,6 +99,7 @@ export { decodeStatus, encodeStatus, type Status, statusMismatch } from "./statu
 export {
   DEFAULT_SYNC_OPTIONS,
   type PeerReport,
+  type SnapSyncProgress,
   type SyncChain,
   Synchronizer,
   type SyncNetwork,

@@ -164,7 +164,10 @@ export class P2PService {
       network,
       {
         head: () => chainHead(chain),
-        firstNumber: chain.firstBlock.number,
+        // A snapshot, once installed, moves the chain's first block.
+        get firstNumber() {
+          return chain.firstBlock.number;
+        },
         canonicalHash: (number) => chain.getCanonicalHash(number),
         checkSeal: deps.checkSeal,
         importBlock: (block) => chain.importBlock(block),
@@ -302,7 +305,24 @@ export class P2PService {
     const snap = this.#snapping === undefined ? undefined : this.snap?.progress();
     if (snap !== undefined) {
       const head = chainHead(this.#deps.chain).number;
-      return { startingBlock: head, currentBlock: head, highestBlock: snap.highestBlock };
+      const { state } = snap;
+      return {
+        startingBlock: head,
+        currentBlock: head,
+        highestBlock: snap.highestBlock,
+        snap: {
+          phase: snap.phase,
+          pivotBlock: snap.pivot,
+          headers: BigInt(snap.headers.done),
+          accounts: BigInt(state.accounts),
+          slots: BigInt(state.slots),
+          codes: BigInt(state.codes),
+          nodes: BigInt(state.nodes),
+          pending: BigInt(state.pending),
+          bytes: BigInt(state.bytes),
+          ...(snap.etaSeconds === undefined ? {} : { secondsLeft: snap.etaSeconds }),
+        },
+      };
     }
     return this.sync.progress();
   }

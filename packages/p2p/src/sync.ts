@@ -63,7 +63,27 @@ export type SyncProgress =
       readonly startingBlock: bigint;
       readonly currentBlock: bigint;
       readonly highestBlock: bigint;
+      /** During a snapshot sync: its phase and what it has done. */
+      readonly snap?: SnapSyncProgress;
     };
+
+/** Where a snapshot sync stands, as `eth_syncing` shows it. */
+export interface SnapSyncProgress {
+  readonly phase: "headers" | "state" | "blocks";
+  readonly pivotBlock: bigint;
+  /** Headers stored, from genesis. */
+  readonly headers: bigint;
+  readonly accounts: bigint;
+  readonly slots: bigint;
+  readonly codes: bigint;
+  /** Trie nodes downloaded, and known to be wanted still. */
+  readonly nodes: bigint;
+  readonly pending: bigint;
+  /** Bytes of state written. */
+  readonly bytes: bigint;
+  /** Seconds left at the recent rate, when known. */
+  readonly secondsLeft?: number;
+}
 
 export interface SyncOptions {
   /** How often peers are asked for their head when nothing else prompts a sync. */
