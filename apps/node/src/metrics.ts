@@ -48,6 +48,12 @@ export function registerNodeGauges(metrics: NodeMetrics, src: NodeGaugeSources):
     return status === undefined || status === false ? undefined : Number(status.highestBlock);
   });
   metrics.labelledGauge(
+    "nodex_p2p_received_bytes",
+    "Bytes of the answers peers gave this node's requests since it started (headers, bodies, receipts, state items), by protocol",
+    "protocol",
+    () => (p2p === undefined ? {} : p2p.network.receivedBytes()),
+  );
+  metrics.labelledGauge(
     "nodex_txpool_transactions",
     "Transactions in the pool, pending (executable) or queued (waiting for a nonce)",
     "state",

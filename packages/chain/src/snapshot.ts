@@ -2,7 +2,7 @@ import { orderedTrieRoot } from "@nodex/state";
 import {
   type Block,
   type BlockHeader,
-  bytesToBigint,
+  bytesToBigintBE,
   encodeReceipt,
   equalBytes,
   type NetworkPreset,
@@ -27,7 +27,7 @@ export function encodePivot(number: bigint): Uint8Array {
 }
 
 export function decodePivot(bytes: Uint8Array): bigint {
-  return bytesToBigint(bytes, "snapshot pivot", 8);
+  return bytesToBigintBE(bytes);
 }
 
 /**

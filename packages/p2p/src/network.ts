@@ -127,6 +127,8 @@ export class P2PNetwork {
   readonly #log: Logger;
   readonly #libp2p: Libp2p<Services>;
   readonly #limiter: RateLimiter;
+  /** See `receivedBytes`. */
+  readonly #received = new Map<string, number>();
   readonly #peers = new Map<string, PeerInfo>();
   readonly #connections = new Map<string, ConnectionState>();
   readonly #connected = new Set<(peer: PeerInfo) => void>();
@@ -399,6 +401,9 @@ export class P2PNetwork {
       signal,
       opts.signal,
     );
+    let bytes = 0;
+    for (const payload of payloads) bytes += payload.length;
+    this.#received.set(protocol, (this.#received.get(protocol) ?? 0) + bytes);
     try {
       const items = payloads.map((bytes) => spec.decodeItem(bytes));
       const wrong = spec.checkResponse(req, items);
@@ -417,6 +422,14 @@ export class P2PNetwork {
       this.#fault(peer, protocol, "outbound", error);
       throw error;
     }
+  }
+
+  /**
+   * Bytes of the answers this node received to its requests, by protocol, since it started
+   * (the items' payloads, without framing): what syncing downloaded.
+   */
+  receivedBytes(): Readonly<Record<string, number>> {
+    return Object.fromEntries(this.#received);
   }
 
   /** Exchanges statuses with `peer` again; its new status, or hangs up on a mismatch. */

@@ -192,6 +192,18 @@ describe("a chain installed from a snapshot", () => {
     expect(reopened.head.hash).toEqual(source.head.hash);
   }, 60_000);
 
+  it("keeps the pivot of a sync under way across a restart", async () => {
+    const { db, path } = await newDatabase();
+    const chain = await Chain.open(network, deps(db));
+    expect(await chain.snapPivot()).toBeUndefined();
+    await chain.saveSnapPivot(4_936n);
+    expect(await chain.snapPivot()).toBe(4_936n);
+    await db.close();
+    const again = await Database.open(path);
+    dbs.push(again);
+    expect(await (await Chain.open(network, deps(again))).snapPivot()).toBe(4_936n);
+  });
+
   it("refuses a header that breaks the rules, and stores nothing of its run", async () => {
     const { db } = await newDatabase();
     const chain = await Chain.open(network, deps(db));

@@ -1,3 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Chain } from "@nodex/chain";
+import { Executor } from "@nodex/evm";
+import { chainSourceOf, NodeKey, P2PNetwork } from "@nodex/p2p";
+import { Database } from "@nodex/state";
+import { NETWORKS, nullLogger } from "@nodex/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BigChain, LARGE_CHAIN } from "../helpers/bigChain.js";
 import { type BigChainCopy, bigChainDatadir } from "../helpers/bigChainCache.js";
@@ -12,10 +20,14 @@ import { type AccountProof, verifyAccount, verifyStorage } from "../proofs/verif
 
 const nodes: RunningNode[] = [];
 const copies: BigChainCopy[] = [];
+const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
   await Promise.all(nodes.splice(0).map((n) => n.stop()));
+  for (const cleanup of cleanups.splice(0)) await cleanup();
   for (const copy of copies.splice(0)) copy.remove();
 });
+
+const MODULES = ["--rpc-modules", "eth,net,web3,rpc,txpool,nodex,evm,sco"];
 
 async function peerWithChain(host: string): Promise<RunningNode> {
   const copy = await bigChainDatadir(LARGE_CHAIN);
@@ -29,10 +41,16 @@ async function peerWithChain(host: string): Promise<RunningNode> {
   return node;
 }
 
-async function snapNode(host: string, bootnodes: readonly string[]): Promise<RunningNode> {
+async function snapNode(
+  host: string,
+  bootnodes: readonly string[],
+  datadir?: string,
+): Promise<RunningNode> {
   const node = await startNode({
     network: "--devnet",
+    ...(datadir === undefined ? {} : { datadir }),
     args: [
+      ...MODULES,
       "--p2p-host",
       host,
       "--p2p-port",
@@ -48,7 +66,49 @@ async function snapNode(host: string, bootnodes: readonly string[]): Promise<Run
   return node;
 }
 
+/**
+ * A hostile peer on `host`: the large chain's real headers and blocks (a copy of its datadir),
+ * but every state item it answers has a byte changed.
+ */
+async function hostilePeer(host: string): Promise<string> {
+  const copy = await bigChainDatadir(LARGE_CHAIN);
+  copies.push(copy);
+  const db = await Database.open(join(copy.datadir, "db"));
+  const chain = await Chain.open(NETWORKS.devnet, {
+    db,
+    executor: new Executor(NETWORKS.devnet),
+    logger: nullLogger,
+  });
+  const honest = await chainSourceOf(chain);
+  const net = await P2PNetwork.create(
+    { networkId: NETWORKS.devnet.chainId, host, port: 0 },
+    {
+      key: await NodeKey.ephemeral(),
+      chain: {
+        ...honest,
+        stateItems: async (items, maxBytes) =>
+          (await honest.stateItems(items, maxBytes)).map((value) => {
+            if (value === undefined || value.length === 0) return value;
+            const forged = value.slice();
+            forged[forged.length - 1]! ^= 1;
+            return forged;
+          }),
+      },
+      logger: nullLogger,
+    },
+  );
+  await net.start();
+  cleanups.push(async () => {
+    await net.stop();
+    await db.close();
+  });
+  return net.listenAddresses()[0]!;
+}
+
 type Block = { number: string; hash: string; stateRoot: string };
+
+/** A node's last log lines, for a failure's message. */
+const tail = (node: RunningNode) => node.logs().split("\n").slice(-25).join("\n");
 const latest = async (node: RunningNode) =>
   (await rpc(node, "eth_getBlockByNumber", ["latest", false])) as Block;
 
@@ -109,5 +169,73 @@ describe("snapshot sync of a chain of 5,000 blocks and 50,000 accounts", () => {
       (await latest(node)).hash === next.hash ? true : undefined,
     );
     expect(await rpc(node, "eth_syncing")).toBe(false);
+  }, 300_000);
+
+  it("bans a peer that serves forged state, and resumes after kill -9 mid-download", async () => {
+    const hostile = await hostilePeer("127.0.0.25");
+    const datadir = mkdtempSync(join(tmpdir(), "nodex-e2e-snap-"));
+    cleanups.push(async () => rmSync(datadir, { recursive: true, force: true }));
+    const first = await snapNode("127.0.0.7", [hostile, peers[0]!], datadir);
+    // The forged answers get their sender banned while the state comes from the producer.
+    await until(
+      "the hostile peer's ban",
+      async () => {
+        const records = (await rpc(first, "sco_peerList")) as {
+          id: string;
+          type: string;
+          punishedUntil: number;
+        }[];
+        return records.some(
+          (r) => r.type === "address" && r.id === "127.0.0.25" && r.punishedUntil > Date.now(),
+        )
+          ? true
+          : undefined;
+      },
+      120_000,
+    );
+    expect(first.logs()).toMatch(/Banning peer: bad reputation/);
+    // kill -9 while the state downloads.
+    const pulled = await until(
+      "part of the state",
+      async () => {
+        const syncing = (await rpc(first, "eth_syncing")) as
+          | false
+          | { phase?: string; pulledStates?: string };
+        return syncing !== false &&
+          syncing.phase === "state" &&
+          BigInt(syncing.pulledStates ?? "0x0") > 10_000n
+          ? BigInt(syncing.pulledStates!)
+          : undefined;
+      },
+      120_000,
+    );
+    const exited = new Promise((resolve) => first.process.once("exit", resolve));
+    first.process.kill("SIGKILL");
+    await exited;
+    nodes.splice(nodes.indexOf(first), 1);
+
+    const again = await snapNode("127.0.0.7", [peers[0]!, peers[1]!], datadir);
+    const target = await latest(producer);
+    await until(
+      "the restarted node to reach the head",
+      async () => ((await latest(again)).hash === target.hash ? true : undefined),
+      240_000,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; its last log lines:\n${tail(again)}`);
+    });
+    // It went on with the same pivot and kept what it had downloaded.
+    const line = (msg: string) => {
+      const found = again
+        .logs()
+        .split("\n")
+        .find((l) => l.includes(`"msg":"${msg}"`));
+      expect(found, msg).toBeDefined();
+      return JSON.parse(found!) as Record<string, unknown>;
+    };
+    const resumed = line("Snap sync resumes");
+    const held = line("Snap sync state");
+    expect(held.pivot).toBe(resumed.pivot);
+    expect(held.nodes as number).toBeGreaterThanOrEqual(Number(pulled));
+    expect((await latest(again)).stateRoot).toBe(chain.stateRoot);
   }, 300_000);
 });
