@@ -5,8 +5,11 @@
 // blocks), is stopped, its chain exported with `nodex export` and imported into a fresh datadir
 // with `nodex import` (timed). A is started again and a fresh node B, pointed at A with
 // --bootnodes, syncs it over the peer-to-peer network (timed from B's start until its head is
-// A's). Prints blocks/s and Mgas/s of both, the ratio sync time ÷ import time, and B's own
-// "Synced" log figures; writes bench/results/sync-<timestamp>.json.
+// A's). Then a fresh node C joins A by snapshot sync (--sync-mode snap: headers from genesis,
+// the state at a pivot 64 blocks below A's head, the blocks after it), timed the same way. Prints
+// blocks/s and Mgas/s of each, the ratio sync time ÷ import time, full sync ÷ snap sync with the
+// bytes each downloaded (their /metrics), B's "Synced" and C's "Snapshot installed" figures;
+// writes bench/results/sync-<timestamp>.json.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, freemem, tmpdir, totalmem } from "node:os";
 import { join, relative } from "node:path";
@@ -208,6 +211,19 @@ async function startNode(name, { datadir, p2pHost, extra = [], nodeArgs = [], lo
   log(`  ${name}: pid ${handle.pid}, RPC 127.0.0.1:${port}, p2p ${node.p2p}`);
   return node;
 }
+
+/** The node's `nodex_p2p_received_bytes` by protocol, from its /metrics listener. */
+async function receivedBytes(metricsPort) {
+  const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+  const text = await res.text();
+  const out = {};
+  for (const m of text.matchAll(/^nodex_p2p_received_bytes\{protocol="([a-z_]+)"\} (\d+)/gm))
+    out[m[1]] = Number(m[2]);
+  return out;
+}
+
+const sumOf = (bytes) => Object.values(bytes).reduce((a, b) => a + b, 0);
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 async function stopNode(node) {
   if (!node) return;
@@ -679,10 +695,11 @@ async function main() {
     const bLog = join(tmp, "b.log");
     const aCPU0 = cpuSeconds(a.handle.pid);
     const busyS0 = machineBusySeconds();
+    const bMetrics = await freePort();
     b = await startNode("B", {
       datadir: join(tmp, "b"),
       p2pHost: "127.0.0.3",
-      extra: ["--bootnodes", a.p2p],
+      extra: ["--bootnodes", a.p2p, "--metrics-addr", `127.0.0.1:${bMetrics}`],
       nodeArgs: opts.cpuProf ? ["--cpu-prof", "--cpu-prof-dir", bProfDir] : [],
       logFile: bLog,
     });
@@ -746,8 +763,10 @@ async function main() {
       throw new Error(`B's head state root ${bHead.stateRoot} is not A's ${g.head.stateRoot}`);
     const syncedLines = logLines(bLog, "Synced");
     const progressLines = logLines(bLog, "Sync progress");
+    const bBytes = await receivedBytes(bMetrics);
     result.sync = {
       seconds: syncS,
+      receivedBytes: bBytes,
       readySeconds: readyS,
       cpuSecondsB: bCPU,
       cpuSecondsA: aCPU0 !== undefined && aCPU1 !== undefined ? aCPU1 - aCPU0 : undefined,
@@ -776,6 +795,64 @@ async function main() {
     await stopNode(b);
     b = undefined;
     if (opts.cpuProf) result.sync.profile = copyProfile(bProfDir, "B");
+
+    // 3b. A fresh C joins by snapshot sync (timed the same way).
+    log("snap sync (timed)");
+    const cLog = join(tmp, "c.log");
+    const cMetrics = await freePort();
+    const cBusy0 = machineBusySeconds();
+    const aCPUc0 = cpuSeconds(a.handle.pid);
+    const c = await startNode("C", {
+      datadir: join(tmp, "c"),
+      p2pHost: "127.0.0.4",
+      extra: [
+        "--bootnodes",
+        a.p2p,
+        "--sync-mode",
+        "snap",
+        "--metrics-addr",
+        `127.0.0.1:${cMetrics}`,
+      ],
+      logFile: cLog,
+    });
+    let cHead;
+    let cCPU;
+    const cDeadline = Date.now() + opts.syncTimeout * 1000;
+    for (;;) {
+      cHead = await c.rpc.call("eth_getBlockByNumber", ["latest", false]);
+      const cpu = cpuSeconds(c.handle.pid);
+      if (cpu !== undefined) cCPU = cpu;
+      if (cHead.hash === g.head.hash) break;
+      if (c.handle.done)
+        throw new Error(`C exited while syncing:\n${indent(readTail(cLog, 12), "    | ")}`);
+      if (Date.now() > cDeadline)
+        throw new Error(`C is at block ${Number(cHead.number)} after ${opts.syncTimeout} s`);
+      await sleep(100);
+    }
+    const snapS = Number(process.hrtime.bigint() - c.t0) / 1e9;
+    const aCPUc1 = cpuSeconds(a.handle.pid);
+    const cBusy1 = machineBusySeconds();
+    if (cHead.stateRoot !== g.head.stateRoot)
+      throw new Error(`C's head state root ${cHead.stateRoot} is not A's ${g.head.stateRoot}`);
+    const installed = logLines(cLog, "Snapshot installed").at(-1);
+    const cBytes = await receivedBytes(cMetrics);
+    result.snap = {
+      seconds: snapS,
+      cpuSecondsC: cCPU,
+      cpuSecondsA: aCPUc0 !== undefined && aCPUc1 !== undefined ? aCPUc1 - aCPUc0 : undefined,
+      otherCPU:
+        cBusy0 !== undefined
+          ? Math.max(0, cBusy1 - cBusy0 - (cCPU ?? 0) - (aCPUc1 - aCPUc0))
+          : undefined,
+      receivedBytes: cBytes,
+      installed,
+      head: { number: Number(cHead.number), hash: cHead.hash, stateRoot: cHead.stateRoot },
+      commandC: c.command,
+    };
+    log(
+      `  C's head is A's (same state root) after ${snapS.toFixed(1)} s: pivot ${installed?.pivot}, state ${fmtInt(installed?.nodes ?? 0)} trie nodes and ${installed?.codes ?? 0} codes (${mib(installed?.bytes ?? 0)}), ${installed?.accounts} accounts, ${installed?.slots} slots; headers ${installed?.headersSeconds} s, state ${installed?.stateSeconds} s, pivot block ${installed?.pivotBlockSeconds} s`,
+    );
+    await stopNode(c);
     await stopNode(a);
     a = undefined;
 
@@ -787,6 +864,11 @@ async function main() {
       ["sync from A (B start → head = A's)", result.sync.seconds, result.sync.cpuSecondsB],
     ];
     if (synced?.seconds) rows.push(['sync, B\'s "Synced" seconds', synced.seconds, undefined]);
+    rows.push([
+      "snap sync from A (C start → head = A's)",
+      result.snap.seconds,
+      result.snap.cpuSecondsC,
+    ]);
     log("");
     log(
       `== ${fmtInt(opts.blocks)} blocks (${fmtInt(g.fullBlocks)} full of ${g.txsPerBlock} ERC-20 transfers, ${fmtInt(g.transactions)} transactions, ${mgas.toFixed(1)} Mgas) ==`,
@@ -821,6 +903,22 @@ async function main() {
     log("");
     log(
       `sync time ÷ import time: ${ratio.toFixed(2)}× (target ≤ 1.25×)${ratio > 1.25 ? "  ! above the target" : ""}`,
+    );
+    const snapRatio = result.sync.seconds / result.snap.seconds;
+    result.figures.snapSeconds = result.snap.seconds;
+    result.figures.fullOverSnap = snapRatio;
+    result.figures.fullBytes = sumOf(result.sync.receivedBytes);
+    result.figures.snapBytes = sumOf(result.snap.receivedBytes);
+    log(
+      `full sync ÷ snap sync: ${snapRatio.toFixed(2)}× the time (target ≥ 10× at 5,000 full blocks); downloaded ${mib(result.figures.fullBytes)} (${Object.entries(
+        result.sync.receivedBytes,
+      )
+        .map(([k, v]) => `${k} ${mib(v)}`)
+        .join(", ")}) against ${mib(result.figures.snapBytes)} (${Object.entries(
+        result.snap.receivedBytes,
+      )
+        .map(([k, v]) => `${k} ${mib(v)}`)
+        .join(", ")})`,
     );
     log(
       `  A (serving) used ${result.sync.cpuSecondsA?.toFixed(1)} s of CPU during the sync; other processes ${result.sync.otherCPU?.toFixed(1)} s during the sync, ${result.import.otherCPU?.toFixed(1)} s during the import`,
