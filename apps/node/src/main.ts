@@ -1,7 +1,7 @@
 // First, before the modules it concerns load: how soon V8 optimizes hot code.
 import "./tiering.js";
 // @nodex/p2p installs the polyfills the p2p stack needs (Promise.withResolvers on Node 20)
-// before it loads libp2p.
+// before it loads libp2p; it is loaded only when the node joins a network (`network.ts`).
 import { ChainFileError, exportChain, importChain } from "./chainFile.js";
 import {
   type ExportCommand,

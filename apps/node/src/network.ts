@@ -1,5 +1,5 @@
 import { AncestryMemo, type Chain, type ConsensusRules, hashForMergedMining } from "@nodex/chain";
-import { P2PService, type SnapChain } from "@nodex/p2p";
+import type { P2PService, SnapChain } from "@nodex/p2p";
 import type { PeersView, ScoringView } from "@nodex/rpc";
 import type { TxAdmission } from "@nodex/txpool";
 import { type BlockHeader, bytesToHex, type Logger } from "@nodex/types";
@@ -9,6 +9,10 @@ import { bestPeerBlock } from "./metrics.js";
 /**
  * The node on the peer-to-peer network: its key and bans in the datadir, headers checked with
  * the chain's own consensus rules (against ancestors not stored yet while syncing).
+ *
+ * `@nodex/p2p` (libp2p and its crypto) is loaded here, when the node joins a network, not when
+ * the CLI loads: it is the largest part of the node's modules, and a node run with `--no-p2p`,
+ * `nodex keys`, `--help` and `--version` never use it.
  */
 export async function createNetwork(
   config: NodeConfig & { p2p: P2PConfig },
@@ -39,6 +43,7 @@ export async function createNetwork(
     }
     return rules.checkSeal(header, hfmm);
   };
+  const { P2PService } = await import("@nodex/p2p");
   return P2PService.create(
     {
       networkId: config.network.chainId,

@@ -57,10 +57,12 @@ describe("reorganization", () => {
   it("switches to the heavier of two imported branches", async () => {
     const light = tempDir("light");
     const heavy = tempDir("heavy");
-    const [lightTx] = await branch(light, X, [5n]);
-    const heavyTxs = await branch(heavy, Y, [7n, 8n]);
-    const lightFile = await exportTo(light);
-    const heavyFile = await exportTo(heavy);
+    // The branches are built, and then exported, side by side: each on its own datadir.
+    const [[lightTx], heavyTxs] = await Promise.all([
+      branch(light, X, [5n]),
+      branch(heavy, Y, [7n, 8n]),
+    ]);
+    const [lightFile, heavyFile] = await Promise.all([exportTo(light), exportTo(heavy)]);
 
     const datadir = tempDir("node");
     let res = await runCli(["import", lightFile, "--regtest", "--datadir", datadir]);
