@@ -613,9 +613,11 @@ export class SnapSync {
     ready: Map<bigint, { headers: readonly SnapHeader[]; peer: string }>,
     failed: Map<bigint, Set<string>>,
   ): Promise<void> {
-    let headers: BlockHeader[];
+    let withUncles: SnapHeader[];
     try {
-      headers = await this.#request(peer, Protocol.HEADERS_BY_RANGE, range);
+      const headers = await this.#request(peer, Protocol.HEADERS_BY_RANGE, range);
+      if (headers.length === 0) throw new Error("none given");
+      withUncles = await this.#withUncles(peer, headers);
     } catch (err) {
       this.#log.debug("Snap sync: headers not received", {
         peer,
@@ -626,29 +628,11 @@ export class SnapSync {
       queue.unshift(range);
       return;
     }
-    if (headers.length === 0) {
-      addTo(failed, range.start, peer);
-      queue.unshift(range);
-      return;
-    }
-    let withUncles: SnapHeader[];
-    try {
-      withUncles = await this.#withUncles(peer, headers);
-    } catch (err) {
-      this.#log.debug("Snap sync: uncles not received", {
-        peer,
-        start: range.start,
-        error: String(err),
-      });
-      addTo(failed, range.start, peer);
-      queue.unshift(range);
-      return;
-    }
     ready.set(range.start, { headers: withUncles, peer });
-    if (headers.length < range.count)
+    if (withUncles.length < range.count)
       queue.unshift({
-        start: range.start + BigInt(headers.length),
-        count: range.count - headers.length,
+        start: range.start + BigInt(withUncles.length),
+        count: range.count - withUncles.length,
       });
   }
 

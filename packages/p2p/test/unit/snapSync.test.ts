@@ -79,6 +79,23 @@ async function expectSameState(
   expect(await db.get(Bucket.TRIE, codeKey(keccak256(runtime)))).toEqual(runtime);
 }
 
+/** `chain`'s source, but a peer that never answers a state items request; `asked` counts them. */
+async function stallingSource(
+  chain: Parameters<typeof chainSourceOf>[0],
+): Promise<{ stalling: ChainSource; asked: () => number }> {
+  const honest = await chainSourceOf(chain);
+  let asked = 0;
+  const stalling: ChainSource = {
+    ...honest,
+    head: () => honest.head(),
+    stateItems: () => {
+      asked++;
+      return new Promise(() => {});
+    },
+  };
+  return { stalling, asked: () => asked };
+}
+
 describe("SnapSync", () => {
   it("syncs headers, state and the pivot block from a peer, and installs the snapshot", async () => {
     const { server, snapChain, snap, logger } = await setUp(300, 30);
@@ -254,22 +271,13 @@ describe("SnapSync", () => {
 
   it("releases the items asked of a peer that leaves mid-request to the other peers", async () => {
     const { server, client, snapChain, snap } = await setUp(50, 30);
-    const honest = await chainSourceOf(server.chain);
-    let asked = 0;
-    const stalling: ChainSource = {
-      ...honest,
-      head: () => honest.head(),
-      stateItems: () => {
-        asked++;
-        return new Promise(() => {});
-      },
-    };
+    const { stalling, asked } = await stallingSource(server.chain);
     const stallingNode = await startNode("127.0.0.4", stalling, GENEROUS);
     await client.dial(stallingNode.listenAddresses()[0]!);
     // Far longer than the test may take: only the peer's leaving frees its items.
     const sync = snap({ requestTimeoutMs: 120_000, itemsPerRequest: 8 });
     const running = sync.run();
-    await eventually(() => asked >= 1, "a request to the stalling peer", 15_000);
+    await eventually(() => asked() >= 1, "a request to the stalling peer", 15_000);
     await client.disconnect(stallingNode.peerId, "test");
     const result = await running;
     expect(result).toMatchObject({ result: "installed" });
@@ -284,23 +292,14 @@ describe("SnapSync", () => {
 
   it("stops promptly with requests in flight", async () => {
     const { server, serverNode, client, snap } = await setUp(50, 30);
-    const honest = await chainSourceOf(server.chain);
-    let asked = 0;
-    const stalling: ChainSource = {
-      ...honest,
-      head: () => honest.head(),
-      stateItems: () => {
-        asked++;
-        return new Promise(() => {});
-      },
-    };
+    const { stalling, asked } = await stallingSource(server.chain);
     await serverNode.stop();
     const stallingNode = await startNode("127.0.0.4", stalling, GENEROUS);
     await client.dial(stallingNode.listenAddresses()[0]!);
     const sync = snap({ requestTimeoutMs: 120_000 });
     const running = sync.run();
     // The state's root: the one item there is to ask for at first.
-    await eventually(() => asked >= 1, "a request to the stalling peer", 15_000);
+    await eventually(() => asked() >= 1, "a request to the stalling peer", 15_000);
     expect(sync.progress()?.phase).toBe("state");
     await sync.stop();
     expect(await running).toEqual({ result: "stopped" });
