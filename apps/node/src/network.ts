@@ -7,6 +7,12 @@ import type { NodeConfig, P2PConfig } from "./config.js";
 import { bestPeerBlock } from "./metrics.js";
 
 /**
+ * What a node serves one peer (tokens of `requestTokens`): sync asks for a header and a body per
+ * block, so a syncing peer may have a thousand blocks a second.
+ */
+const NODE_RATE_LIMIT = Object.freeze({ capacity: 4_096, refillPerSecond: 2_048 });
+
+/**
  * The node on the peer-to-peer network: its key and bans in the datadir, headers checked with
  * the chain's own consensus rules (against ancestors not stored yet while syncing).
  *
@@ -55,9 +61,7 @@ export async function createNetwork(
       maxOutboundPeers: config.p2p.maxOutboundPeers,
       // A bootnode that went away (or was banned, then unbanned) is dialled again soon.
       bootnodeRedialMs: 5_000,
-      // Sync asks for a header and a body per block: let a syncing peer have a thousand blocks
-      // a second.
-      rateLimit: { capacity: 4_096, refillPerSecond: 2_048 },
+      rateLimit: NODE_RATE_LIMIT,
     },
     {
       datadir: config.datadir,
@@ -66,7 +70,20 @@ export async function createNetwork(
       submit,
       checkSeal,
       logger: logger.child({ module: "p2p" }),
-      ...(wantsSnapshot(config.p2p, chain) ? { snap: { chain: snapChainOf(chain) } } : {}),
+      ...(wantsSnapshot(config.p2p, chain)
+        ? {
+            snap: {
+              chain: snapChainOf(chain),
+              // Its peers are Nodex nodes with this limit: ask for three quarters of it.
+              options: {
+                peerBudget: {
+                  capacity: (NODE_RATE_LIMIT.capacity * 3) / 4,
+                  refillPerSecond: (NODE_RATE_LIMIT.refillPerSecond * 3) / 4,
+                },
+              },
+            },
+          }
+        : {}),
     },
   );
 }
