@@ -14,9 +14,10 @@ import { p2pAddress, rpc, until } from "../helpers/p2p.js";
 import { type AccountProof, verifyAccount, verifyStorage } from "../proofs/verify.js";
 
 // A producer with the large chain (5,000 blocks, 50,000 accounts, 10,000 slots; on 127.0.0.2)
-// and two followers with copies of it (127.0.0.3 and .4): a fresh node on 127.0.0.6 joins with
-// --sync-mode snap, checks every header from genesis, downloads the state at a pivot 64 blocks
-// below the head from the three, runs the blocks after it, and then follows new blocks.
+// and two followers of it, started on copies of its chain (127.0.0.3 and .4): a fresh node on
+// 127.0.0.6 joins with --sync-mode snap, checks every header from genesis, downloads the state
+// at a pivot 64 blocks below the head from the three, runs the blocks after it, and then follows
+// new blocks.
 
 const nodes: RunningNode[] = [];
 const copies: BigChainCopy[] = [];
@@ -29,12 +30,20 @@ afterAll(async () => {
 
 const MODULES = ["--rpc-modules", "eth,net,web3,rpc,txpool,nodex,evm,sco"];
 
-async function peerWithChain(host: string): Promise<RunningNode> {
+/** A node on a copy of the large chain; with `follow`, a follower of that producer. */
+async function peerWithChain(host: string, follow?: RunningNode): Promise<RunningNode> {
   const copy = await bigChainDatadir(LARGE_CHAIN);
   copies.push(copy);
   const node = await startNode({
     network: "--devnet",
-    args: ["--p2p-host", host, "--p2p-port", "0", "--no-automine"],
+    args: [
+      "--p2p-host",
+      host,
+      "--p2p-port",
+      "0",
+      "--no-automine",
+      ...(follow === undefined ? [] : ["--bootnodes", p2pAddress(follow)]),
+    ],
     datadir: copy.datadir,
   });
   nodes.push(node);
@@ -115,14 +124,15 @@ const latest = async (node: RunningNode) =>
 describe("snapshot sync of a chain of 5,000 blocks and 50,000 accounts", () => {
   let chain: BigChain;
   let producer: RunningNode;
+  let followers: RunningNode[];
   let peers: string[];
 
   beforeAll(async () => {
     const a = await peerWithChain("127.0.0.2");
     chain = (await bigChainDatadir(LARGE_CHAIN)).chain;
-    const [f1, f2] = await Promise.all([peerWithChain("127.0.0.3"), peerWithChain("127.0.0.4")]);
+    followers = await Promise.all([peerWithChain("127.0.0.3", a), peerWithChain("127.0.0.4", a)]);
     producer = a;
-    peers = [a, f1!, f2!].map(p2pAddress);
+    peers = [a, ...followers].map(p2pAddress);
   }, 300_000);
 
   it("reaches the producer's head and state, answers proofs of it, and follows new blocks", async () => {
@@ -161,13 +171,14 @@ describe("snapshot sync of a chain of 5,000 blocks and 50,000 accounts", () => {
     ])) as AccountProof;
     expect(await verifyAccount(proof, chain.stateRoot)).toBe(true);
     expect(await verifyStorage(proof.storageHash, proof.storageProof[0]!)).toBe(slot.value);
-    // New blocks on the producer reach it.
+    // New blocks on the producer reach it, as they reach the followers.
     await rpc(producer, "evm_mine");
     await rpc(producer, "evm_mine");
     const next = await latest(producer);
-    await until("the snapshot node to follow", async () =>
-      (await latest(node)).hash === next.hash ? true : undefined,
-    );
+    for (const follower of [node, ...followers])
+      await until("the snapshot node and the followers to follow", async () =>
+        (await latest(follower)).hash === next.hash ? true : undefined,
+      );
     expect(await rpc(node, "eth_syncing")).toBe(false);
   }, 300_000);
 
