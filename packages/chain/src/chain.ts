@@ -36,7 +36,6 @@ import {
   type NetworkPreset,
   type Receipt,
   type SignedTransaction,
-  typedTransactionsActive,
 } from "@nodex/types";
 import { AncestryMemo, hashForMergedMining, hashForMergedMiningOrEmpty } from "./ancestry.js";
 import {
@@ -72,6 +71,7 @@ import {
   pivotBodyMismatch,
   SNAP_PIVOT_KEY,
   SNAPSHOT_KEY,
+  transactionsMismatch,
   unclesMismatch,
 } from "./snapshot.js";
 import {
@@ -624,11 +624,10 @@ export class Chain {
    * does not): what a fork of this chain asks for when a deletion needs a node off every path
    * it fetched. Nodes are keyed by their hash, so each answer is checked by hashing it.
    */
-  async trieNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
-    return Promise.all(
-      hashes.map((hash) =>
-        hash.length === 32 ? this.#db.get(Bucket.TRIE, hash) : Promise.resolve(undefined),
-      ),
+  trieNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    return readStateItems(
+      this.#db,
+      hashes.map((hash) => ({ hash, code: false })),
     );
   }
 
@@ -1038,16 +1037,8 @@ export class Chain {
       ),
     );
     if (unclesWhy !== undefined) return invalid(unclesWhy);
-    if (!typedTransactionsActive(this.network, header.number)) {
-      const typed = block.transactions.findIndex((tx) => tx.type !== 0);
-      if (typed >= 0)
-        return invalid(
-          `transaction ${typed} is of type ${block.transactions[typed]!.type}: typed transactions are not active at this height`,
-        );
-    }
-    const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));
-    if (!equalBytes(txRoot, header.transactionsRoot))
-      return invalid("transactions root does not match the transactions");
+    const txWhy = await transactionsMismatch(this.network, block);
+    if (txWhy !== undefined) return invalid(txWhy);
     const ctx: BlockContext = {
       number: header.number,
       timestamp: header.timestamp,

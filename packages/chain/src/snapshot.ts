@@ -1,3 +1,4 @@
+import { orBloom } from "@nodex/evm";
 import { orderedTrieRoot } from "@nodex/state";
 import {
   type Block,
@@ -54,6 +55,27 @@ export function unclesMismatch(
 }
 
 /**
+ * Why `block`'s transactions cannot be its header's: a typed one before typed transactions are
+ * active, or a transactions root that is not the header's; `undefined` when they can. Import
+ * and a snapshot's pivot check them alike.
+ */
+export async function transactionsMismatch(
+  network: NetworkPreset,
+  block: Block,
+): Promise<string | undefined> {
+  const { header, transactions } = block;
+  if (!typedTransactionsActive(network, header.number)) {
+    const typed = transactions.findIndex((tx) => tx.type !== 0);
+    if (typed >= 0)
+      return `transaction ${typed} is of type ${transactions[typed]!.type}: typed transactions are not active at this height`;
+  }
+  const txRoot = await orderedTrieRoot(transactions.map((tx) => tx.raw));
+  if (!equalBytes(txRoot, header.transactionsRoot))
+    return "transactions root does not match the transactions";
+  return undefined;
+}
+
+/**
  * Why `block` and `receipts` are not the body and receipts its header commits to, or
  * `undefined`: transactions root, uncles, typed transactions' activation, receipts root, logs
  * bloom and gas used. The state is not run: the snapshot's state is the header's state root.
@@ -64,24 +86,15 @@ export async function pivotBodyMismatch(
   receipts: readonly Receipt[],
 ): Promise<string | undefined> {
   const { header } = block;
-  const uncles = unclesMismatch(header, block.uncles);
-  if (uncles !== undefined) return uncles;
-  if (!typedTransactionsActive(network, header.number)) {
-    const typed = block.transactions.findIndex((tx) => tx.type !== 0);
-    if (typed >= 0)
-      return `transaction ${typed} is of type ${block.transactions[typed]!.type}: typed transactions are not active at this height`;
-  }
-  const txRoot = await orderedTrieRoot(block.transactions.map((tx) => tx.raw));
-  if (!equalBytes(txRoot, header.transactionsRoot))
-    return "transactions root does not match the transactions";
+  const why = unclesMismatch(header, block.uncles) ?? (await transactionsMismatch(network, block));
+  if (why !== undefined) return why;
   if (receipts.length !== block.transactions.length)
     return `${receipts.length} receipts for ${block.transactions.length} transactions`;
   const receiptsRoot = await orderedTrieRoot(receipts.map(encodeReceipt));
   if (!equalBytes(receiptsRoot, header.receiptsRoot))
     return "receipts root does not match the receipts";
   const bloom = new Uint8Array(256);
-  for (const receipt of receipts)
-    for (let i = 0; i < 256; i++) bloom[i]! |= receipt.logsBloom[i] ?? 0;
+  for (const receipt of receipts) orBloom(bloom, receipt.logsBloom);
   if (!equalBytes(bloom, header.logsBloom)) return "logs bloom does not match the receipts";
   const gasUsed = receipts.at(-1)?.cumulativeGasUsed ?? 0n;
   if (gasUsed !== header.gasUsed) return `gas used ${header.gasUsed}, the receipts use ${gasUsed}`;
